@@ -1,0 +1,1 @@
+"""Analyses: read Events (never raw files) and turn them into findings."""

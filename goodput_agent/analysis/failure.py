@@ -1,0 +1,355 @@
+"""Why did this distributed job fail: the first failure on one clock, not the loudest symptom.
+
+Reads Observations, returns a FailureVerdict. The ordering rule: among events that can start a
+failure (Role.primary), the earliest wins; events within the skew tolerance of each other are
+ranked by how decisive their kind is. Symptoms (NCCL timeouts, connection resets, SIGTERMs)
+never win; they become the alternatives the verdict explains away. With no primary event at
+all, the ranks' collective progress is aligned to find a hang.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.analysis.hang import find_stuck_rank
+from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
+from goodput_agent.events import Clock, Event, EventKind, Role
+
+FAILURE_CATEGORIES = ("gpu_hardware", "gpu_oom", "host_oom", "application_error",
+                      "network_fault", "node_failure", "time_limit", "preempted")
+
+# How decisive a first failure of each category is when two start within the skew tolerance.
+STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oom": 0.9,
+            "time_limit": 0.9, "preempted": 0.9, "network_fault": 0.75,
+            "application_error": 0.7}
+BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
+                   "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
+                   "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
+                 EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
+                 EventKind.ib_error)
+
+
+class Alternative(BaseModel):
+    category: str
+    confidence: float
+    why_not: str
+    node: str | None = None
+    rank: int | None = None
+    evidence: list[Event] = Field(default_factory=list)
+
+
+class FailureVerdict(BaseModel):
+    category: str
+    summary: str
+    node: str | None = None
+    rank: int | None = None
+    gpu: str | None = None
+    confidence: float
+    evidence: list[Event] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list)
+    timeline: list[Event] = Field(default_factory=list)
+    clock_notes: list[str] = Field(default_factory=list)
+    primary: Event | None = None
+
+
+class Candidate(BaseModel):
+    event: Event
+    at: datetime | None  # effective time (a lost node's last sign of life, not the reason time)
+    strength: float
+    note: str | None = None
+
+    @property
+    def category(self) -> str:
+        return self.event.category or "unknown"
+
+
+def _fmt(ts: datetime | None) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "an unplaced time"
+
+
+def _where(node: str | None, rank: int | None) -> str:
+    parts = [f"node {node}" if node else None, f"rank {rank}" if rank is not None else None]
+    return " / ".join(p for p in parts if p) or "an unidentified node"
+
+
+def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
+    """Give every event its node (via the rank-to-host map) under one spelling of the name."""
+    names = NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())))
+    out = []
+    for e in obs.events:
+        node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None)
+        gpu = e.gpu
+        if gpu is None and e.rank is not None and e.kind != EventKind.job_state:
+            gpu = obs.rank_gpus.get(e.rank)
+        node = names.canon(node)
+        if node != e.node or gpu != e.gpu:
+            e = e.model_copy(update={"node": node, "gpu": gpu})
+        out.append(e)
+    return out, names
+
+
+def last_sign_of_life(obs: Observations, names: NodeNames) -> dict[str, datetime]:
+    seen: dict[str, datetime] = {}
+    for a in obs.activity:
+        node = names.canon(a.node or (obs.rank_hosts.get(a.rank) if a.rank is not None else None))
+        if node and a.last and (node not in seen or a.last > seen[node]):
+            seen[node] = a.last
+    return seen
+
+
+def _candidates(events: list[Event], obs: Observations, names: NodeNames,
+                notes: list[str]) -> list[Candidate]:
+    window = job_window(obs)
+    alive = last_sign_of_life(obs, names)
+    job_nodes = {names.canon(n) for n in obs.job_nodes}
+    out: list[Candidate] = []
+    outside: list[Event] = []
+    for e in events:
+        if e.role != Role.primary or e.category not in FAILURE_CATEGORIES:
+            continue
+        if not in_window(e.ts, window):
+            outside.append(e)
+            continue
+        if job_nodes and e.node and e.node not in job_nodes and e.kind != EventKind.job_state:
+            outside.append(e)
+            continue
+        at, note = e.ts, None
+        if e.category == "node_failure" and e.node in alive and (at is None or alive[e.node] < at):
+            at = alive[e.node]
+            note = f"{e.node}'s logs stop at {_fmt(at)}"
+        strength = STRENGTH[e.category] * float(e.detail.get("weight", 1.0) or 1.0)
+        out.append(Candidate(event=e, at=at, strength=strength, note=note))
+    if outside:
+        first = outside[0]
+        notes.append(f"ignored {len(outside)} failure event(s) outside the job's window or nodes "
+                     f"(e.g. {first.summary} on {first.node or '?'} at {_fmt(first.ts)})")
+    return out
+
+
+def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
+    timed = sorted((c for c in cands if c.at is not None), key=lambda c: c.at)  # type: ignore
+    if not timed:
+        return max(cands, key=lambda c: c.strength)
+    t0 = timed[0].at
+    assert t0 is not None
+    co_first = [c for c in timed if c.at - t0 <= tolerance]  # type: ignore[operator]
+    best = max(co_first, key=lambda c: (c.strength, -c.at.timestamp()))  # type: ignore
+    # An unplaced event on the same node that is more decisive tells the same story better
+    # (raw dmesg without a boot anchor next to the rank's CUDA error).
+    untimed = [c for c in cands if c.at is None and c.event.node == best.event.node
+               and c.strength > best.strength]
+    return max(untimed, key=lambda c: c.strength) if untimed else best
+
+
+def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int | None:
+    if primary.rank is not None:
+        return primary.rank
+    if primary.node is None:
+        return None
+    pid = primary.detail.get("pid")
+    for e in events:
+        if e.node == primary.node and e.rank is not None and pid is not None \
+                and str(e.detail.get("pid")) == str(pid):
+            return e.rank
+    # the first rank on that node to fail after it
+    after = [e for e in events if e.node == primary.node and e.rank is not None
+             and e.role in (Role.primary, Role.symptom)
+             and (primary.ts is None or e.ts is None or e.ts >= primary.ts - timedelta(seconds=5))]
+    if after:
+        return sorted(after, key=Event.sort_key)[0].rank
+    on_node = sorted(r for r, h in obs.rank_hosts.items() if h == primary.node)
+    return on_node[0] if len(on_node) == 1 else None
+
+
+def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
+                unknowns: list[str], support: list[Event]) -> float:
+    e = best.event
+    conf = BASE_CONFIDENCE.get(best.category, 0.5) * (0.6 + 0.4 * float(e.detail.get("weight", 1.0)
+                                                                            or 1.0))
+    sources = {s.locator.path for s in support}
+    conf += 0.03 * min(3, len(sources) - 1)
+    if e.clock in (Clock.none, Clock.carried) and len({c.category for c in cands}) > 1:
+        conf -= 0.1
+        unknowns.append(f"the first failure ({e.locator}) has no reliable timestamp of its own")
+    rivals = [c for c in cands if c.category != best.category and c.at and best.at
+              and abs((c.at - best.at).total_seconds()) <= obs.clock.skew_tolerance_s]
+    if rivals:
+        conf -= 0.15
+        unknowns.append(f"{rivals[0].category} on {rivals[0].event.node} started within the "
+                        f"{obs.clock.skew_tolerance_s:g} s skew tolerance of the verdict")
+    if e.node and obs.kernel_log_nodes and e.node not in obs.kernel_log_nodes \
+            and best.category in ("gpu_hardware", "host_oom", "network_fault", "node_failure"):
+        conf -= 0.08
+    return round(max(0.05, min(0.97, conf)), 2)
+
+
+def _support(primary: Event, events: list[Event], rank: int | None) -> list[Event]:
+    """Other events that tell the same story: the culprit rank's own error, the scheduler state."""
+    out = [primary]
+    for e in events:
+        if e is primary or len(out) >= 5:
+            continue
+        same_place = (e.node == primary.node and primary.node is not None) or \
+                     (rank is not None and e.rank == rank)
+        agrees = e.category == primary.category
+        if (same_place and e.role != Role.context) or (agrees and e.role == Role.primary):
+            out.append(e)
+    return out
+
+
+def _symptom_alternative(events: list[Event], verdict_at: datetime | None,
+                         culprit_node: str | None) -> Alternative | None:
+    noisy = [e for e in events if e.kind in SYMPTOM_KINDS and e.role == Role.symptom]
+    if not noisy:
+        return None
+    ranks = {e.rank for e in noisy if e.rank is not None}
+    nodes = {e.node for e in noisy if e.node}
+    after = [e for e in noisy if verdict_at and e.ts and e.ts >= verdict_at]
+    timed = [e for e in noisy if e.ts]
+    first = min(timed, key=lambda e: e.ts) if timed else noisy[0]  # type: ignore[arg-type, return-value]
+    when = (f"all {len(after)} timed ones at or after the first failure"
+            if verdict_at and len(after) == len(timed) else f"the first at {_fmt(first.ts)}")
+    return Alternative(
+        category="network_fault", confidence=0.1, evidence=[first],
+        why_not=(f"{len(noisy)} NCCL timeout/connection-reset/abort lines on {len(ranks)} ranks "
+                 f"and {len(nodes)} nodes ({when}) are symptoms: ranks lose their peer when one "
+                 f"rank{' on ' + culprit_node if culprit_node else ''} fails first"))
+
+
+def diagnose(obs: Observations) -> FailureVerdict:
+    events, names = normalize(obs)
+    notes = clock_notes(obs, events)
+    unknowns: list[str] = []
+    cands = _candidates(events, obs, names, notes)
+    tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
+    if cands:
+        best = _pick_first(cands, tolerance)
+        verdict = _from_candidate(best, cands, events, obs, unknowns)
+    else:
+        verdict = _hang_or_unknown(events, obs, unknowns)
+    verdict.clock_notes = notes
+    verdict.timeline = timeline(events)
+    _note_missing_sources(verdict, obs)
+    verdict.unknowns = unknowns + verdict.unknowns
+    return verdict
+
+
+def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
+                    obs: Observations, unknowns: list[str]) -> FailureVerdict:
+    e = best.event
+    rank = _culprit_rank(e, events, obs)
+    support = _support(e, events, rank)
+    conf = _confidence(best, cands, obs, unknowns, support)
+    gpu = e.gpu or next((s.gpu for s in support if s.gpu), None)
+    if gpu is None and rank is not None:
+        gpu = obs.rank_gpus.get(rank)
+    at = f" at {_fmt(best.at)}" if best.at else ""
+    summary = f"{e.summary} ({_where(e.node, rank)}{at})"
+    if best.note:
+        summary += f"; {best.note}"
+    alts: list[Alternative] = []
+    seen = {best.category}
+    for c in sorted(cands, key=lambda c: (c.at is None, c.at or datetime.max.astimezone())):
+        if c.category in seen:
+            continue
+        seen.add(c.category)
+        later = best.at and c.at and c.at > best.at
+        why = (f"{c.event.summary} on {_where(c.event.node, c.event.rank)} happened later "
+               f"({_fmt(c.at)}), after the first failure" if later
+               else f"{c.event.summary} on {_where(c.event.node, c.event.rank)} is less decisive "
+                    f"than the verdict's evidence and not clearly earlier")
+        alts.append(Alternative(category=c.category, node=c.event.node, rank=c.event.rank,
+                                confidence=round(min(0.3, conf / 3), 2), why_not=why,
+                                evidence=[c.event]))
+    sym = _symptom_alternative(events, best.at, e.node)
+    if sym and "network_fault" not in seen:
+        alts.append(sym)
+    return FailureVerdict(category=best.category, summary=summary, node=e.node, rank=rank,
+                          gpu=gpu, confidence=conf, evidence=support, alternatives=alts,
+                          primary=e)
+
+
+def _hang_or_unknown(events: list[Event], obs: Observations,
+                     unknowns: list[str]) -> FailureVerdict:
+    all_ranks = set(obs.rank_hosts) | {e.rank for e in events if e.rank is not None}
+    world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
+    if world:
+        all_ranks |= set(range(world))
+    hang = find_stuck_rank(events, all_ranks)
+    if hang is None:
+        failed = [e for e in events if e.kind in (EventKind.job_state, EventKind.step_state,
+                                                  EventKind.exit_status)
+                  and e.role != Role.context]
+        unknowns.append("no event that can start a failure (Xid, OOM, exception, NIC fault, "
+                        "node loss, time limit, preemption) and no collective timeouts were found")
+        return FailureVerdict(category="unknown", confidence=0.0, evidence=failed[:3],
+                              summary="Not enough evidence for a verdict: "
+                                      + ("the scheduler reports a failure but no log explains it"
+                                         if failed else "no failure evidence in the bundle"))
+    node = obs.rank_hosts.get(hang.rank) if hang.rank is not None else None
+    elastic = [e for e in events if e.kind == EventKind.elastic_failure]
+    conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
+    alts: list[Alternative] = []
+    for e in elastic[:1]:
+        root = e.detail.get("root_rank", e.rank)
+        if hang.rank is not None and root is not None and int(root) != hang.rank:
+            alts.append(Alternative(
+                category="hang", node=e.node, rank=int(root), confidence=0.15, evidence=[e],
+                why_not=(f"torchelastic named rank {root} as the first observed failure, but that "
+                         "is only the first failure its own agent saw (its watchdog fired first)")))
+    if hang.rank is None:
+        unknowns.append("the hung rank could not be singled out from the collective sequence "
+                        "numbers; a Flight Recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) would")
+    sym = _symptom_alternative(events, None, node)
+    if sym:
+        alts.append(sym)
+    return FailureVerdict(category="hang", node=node, rank=hang.rank,
+                          gpu=obs.rank_gpus.get(hang.rank) if hang.rank is not None else None,
+                          confidence=round(max(0.2, min(0.9, conf)), 2), evidence=hang.evidence,
+                          alternatives=alts,
+                          summary=f"No rank failed on its own: {hang.reason}")
+
+
+def _note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
+    if v.node and obs.kernel_log_nodes is not None and v.node not in obs.kernel_log_nodes:
+        v.unknowns.append(f"no kernel log for node {v.node}: GPU Xids and OOM kills there "
+                          "cannot be checked")
+    if not obs.scheduler_kind:
+        v.unknowns.append("no scheduler output (sacct/scontrol or kubectl): job and node "
+                          "states are not known")
+    if not obs.job_log_nodes and not any(e.rank is not None for e in obs.events):
+        v.unknowns.append("no rank logs: which rank failed first cannot be seen")
+
+
+def clock_notes(obs: Observations, events: list[Event]) -> list[str]:
+    counts: dict[str, int] = {}
+    for e in events:
+        counts[e.clock.value] = counts.get(e.clock.value, 0) + 1
+    notes = [f"times without a zone are taken as {obs.clock.tz_name}"
+             + (" (incident.yaml timezone)" if obs.incident.timezone else " (no timezone given)"),
+             f"times without a year are taken as {obs.clock.year}",
+             f"events within {obs.clock.skew_tolerance_s:g} s are treated as simultaneous "
+             "(clock skew between nodes)"]
+    if counts.get(Clock.carried.value):
+        notes.append(f"{counts[Clock.carried.value]} lines without a time took the previous "
+                     "timestamped line's time")
+    if counts.get(Clock.none.value):
+        notes.append(f"{counts[Clock.none.value]} events have no usable time (e.g. dmesg "
+                     "uptime without a boot anchor); they are ordered last")
+    return notes
+
+
+def timeline(events: list[Event], limit: int = 40) -> list[Event]:
+    """Each node's and rank's first notable event, on one clock: the picture of the cascade."""
+    firsts: dict[tuple[str | None, int | None, str], Event] = {}
+    for e in sorted(events, key=Event.sort_key):
+        if e.role == Role.context and e.kind not in (EventKind.job_state, EventKind.node_fail):
+            continue
+        key = (e.node, e.rank, e.role.value)
+        firsts.setdefault(key, e)
+    ordered = sorted(firsts.values(), key=Event.sort_key)
+    return ordered[:limit]

@@ -1,0 +1,97 @@
+"""Hangs without an error of their own: align every rank's collective progress.
+
+When one rank stops issuing collectives (stuck in a data step, a deadlock, a barrier only it
+entered), the others wait in the next collective and their watchdogs fire. The stuck rank is the
+one whose progress is behind, or the one that printed no watchdog line at all.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.events import Event, EventKind
+
+
+class RankProgress(BaseModel):
+    rank: int
+    position: int | None = None  # highest collective sequence number the rank reached
+    timed_out: bool = False
+    events: list[Event] = Field(default_factory=list)
+
+
+class HangFinding(BaseModel):
+    rank: int | None
+    reason: str
+    evidence: list[Event]
+    strength: float  # 0..1, how decisive the alignment is
+    ranks_behind: list[int] = Field(default_factory=list)
+    timed_out_ranks: int = 0
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _position(e: Event) -> int | None:
+    d = e.detail
+    candidates = [_int(d.get(k)) for k in ("seq_num", "last_enqueued", "last_scheduled_seq",
+                                             "last_started_seq", "last_completed",
+                                             "last_completed_seq")]
+    known = [c for c in candidates if c is not None]
+    return max(known) if known else None
+
+
+def progress_by_rank(events: list[Event]) -> dict[int, RankProgress]:
+    out: dict[int, RankProgress] = {}
+    for e in events:
+        if e.rank is None or e.kind not in (EventKind.nccl_watchdog_timeout,
+                                            EventKind.collective_progress):
+            continue
+        p = out.setdefault(e.rank, RankProgress(rank=e.rank))
+        p.events.append(e)
+        if e.kind == EventKind.nccl_watchdog_timeout:
+            p.timed_out = True
+        pos = _position(e)
+        if pos is not None:
+            p.position = pos if p.position is None else max(p.position, pos)
+    return out
+
+
+def find_stuck_rank(events: list[Event], all_ranks: set[int]) -> HangFinding | None:
+    progress = progress_by_rank(events)
+    if not any(p.timed_out for p in progress.values()):
+        return None
+    timed_out = sum(p.timed_out for p in progress.values())
+    positioned = {r: p.position for r, p in progress.items() if p.position is not None}
+    if len(positioned) >= 2 and min(positioned.values()) < max(positioned.values()):
+        low = min(positioned.values())
+        behind = sorted(r for r, pos in positioned.items() if pos == low)
+        ahead = max(positioned.values())
+        rank = behind[0]
+        strength = 0.9 if len(behind) == 1 else 0.6
+        return HangFinding(
+            rank=rank, ranks_behind=behind, strength=strength, timed_out_ranks=timed_out,
+            evidence=progress[rank].events[:2] + _first_of_others(progress, rank),
+            reason=(f"rank {rank}'s last collective is #{low} while the other ranks reached "
+                    f"#{ahead}: it stopped issuing collectives and the others waited for it"))
+    silent = sorted(all_ranks - set(progress))
+    if len(silent) == 1 and timed_out >= 1:
+        rank = silent[0]
+        return HangFinding(
+            rank=rank, ranks_behind=silent, strength=0.8, timed_out_ranks=timed_out,
+            evidence=_first_of_others(progress, rank),
+            reason=(f"{timed_out} ranks timed out waiting in a collective; rank {rank} printed "
+                    "no watchdog line: it never entered the collective the others waited in"))
+    return HangFinding(
+        rank=None, strength=0.3, timed_out_ranks=timed_out, ranks_behind=silent,
+        evidence=_first_of_others(progress, None),
+        reason=(f"{timed_out} ranks timed out in collectives with no error of their own; the "
+                "progress of the ranks does not single one out"))
+
+
+def _first_of_others(progress: dict[int, RankProgress], skip: int | None) -> list[Event]:
+    firsts = [p.events[0] for r, p in sorted(progress.items()) if r != skip and p.timed_out]
+    return firsts[:2]

@@ -1,0 +1,90 @@
+"""Everything the failure analysis reads, gathered by the planner's tool calls."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.events import Event
+from goodput_agent.incident import IncidentSpec
+from goodput_agent.parsing.timefmt import ClockPolicy
+
+# Events this far outside the job's window belong to another incident.
+WINDOW_MARGIN_BEFORE = timedelta(minutes=10)
+WINDOW_MARGIN_AFTER = timedelta(minutes=30)
+
+
+class Activity(BaseModel):
+    path: str
+    node: str | None
+    rank: int | None
+    first: datetime | None
+    last: datetime | None
+
+
+class Observations(BaseModel):
+    events: list[Event] = Field(default_factory=list)
+    rank_hosts: dict[int, str] = Field(default_factory=dict)
+    rank_gpus: dict[int, str] = Field(default_factory=dict)
+    facts: dict[str, dict] = Field(default_factory=dict)
+    activity: list[Activity] = Field(default_factory=list)
+    incident: IncidentSpec = Field(default_factory=IncidentSpec)
+    clock: ClockPolicy = Field(default_factory=ClockPolicy)
+    kernel_log_nodes: set[str] = Field(default_factory=set)
+    job_log_nodes: set[str] = Field(default_factory=set)
+    scheduler_kind: str | None = None  # "slurm" | "kubernetes"
+    job_nodes: list[str] = Field(default_factory=list)
+    job_id: str | None = None
+
+
+def short_name(node: str) -> str:
+    n = node.strip().lower()
+    if n.replace(".", "").isdigit():
+        return n
+    return n.split(".")[0]
+
+
+class NodeNames:
+    """Maps the names different sources use for one node (gpu-03, GPU-03.cluster.local) to one."""
+
+    def __init__(self, preferred: list[str]):
+        self._canon: dict[str, str] = {short_name(n): n for n in preferred}
+
+    def canon(self, node: str | None) -> str | None:
+        if node is None:
+            return None
+        return self._canon.setdefault(short_name(node), node)
+
+
+def job_window(obs: Observations) -> tuple[datetime | None, datetime | None]:
+    if obs.incident.window:
+        start, end = obs.incident.window.start, obs.incident.window.end
+        if start.tzinfo is None:
+            start, end = obs.clock.localize(start), obs.clock.localize(end)
+        return start, end
+    starts, ends = [], []
+    for facts in obs.facts.values():
+        for job in facts.get("jobs", []) or []:
+            if obs.job_id and str(job.get("job_id", "")).split(".")[0] != obs.job_id:
+                continue
+            for key, acc in (("start", starts), ("end", ends)):
+                value = job.get(key)
+                if isinstance(value, str):
+                    try:
+                        ts = datetime.fromisoformat(value)
+                    except ValueError:
+                        continue
+                    acc.append(obs.clock.localize(ts) if ts.tzinfo is None else ts)
+                elif isinstance(value, datetime):
+                    acc.append(value)
+    return (min(starts) if starts else None, max(ends) if ends else None)
+
+
+def in_window(ts: datetime | None, window: tuple[datetime | None, datetime | None]) -> bool:
+    start, end = window
+    if ts is None:
+        return True
+    if start and ts < start - WINDOW_MARGIN_BEFORE:
+        return False
+    return not (end and ts > end + WINDOW_MARGIN_AFTER)

@@ -1,0 +1,123 @@
+"""Will a retry help, and what to propose: a retry helps only if the cause has changed.
+
+Proposals are data (tool name + arguments); nothing here executes anything. The mutating tools
+named here run only through the approval gate.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.analysis.failure import FailureVerdict
+from goodput_agent.analysis.xid_catalog import lookup
+
+
+class Proposal(BaseModel):
+    tool: str
+    args: dict[str, object]
+    mutating: bool
+    rationale: str
+
+
+class Remedy(BaseModel):
+    retry_useful: bool | None
+    why: str
+    proposals: list[Proposal] = Field(default_factory=list)
+
+
+def _isolate_node(v: FailureVerdict, scheduler: str | None, job: str | None, reason: str) -> list[
+        Proposal]:
+    node = v.node
+    if node is None:
+        return []
+    if scheduler == "kubernetes":
+        return [Proposal(tool="k8s_cordon_node", args={"node": node}, mutating=True,
+                         rationale=f"keep new pods off {node}: {reason}"),
+                Proposal(tool="k8s_restart_job_pods", args={"job": job, "avoid_nodes": [node]},
+                         mutating=True,
+                         rationale=f"restart the job's pods elsewhere, from the last checkpoint")]
+    return [Proposal(tool="slurm_drain_node", args={"node": node, "reason": f"goodput: {reason}"},
+                     mutating=True, rationale=f"take {node} out of scheduling: {reason}"),
+            Proposal(tool="slurm_requeue_job", args={"job": job, "exclude": [node]}, mutating=True,
+                     rationale=f"rerun from the last checkpoint on other nodes, excluding {node}")]
+
+
+def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
+    cat = v.category
+    p = v.primary
+    if cat == "gpu_hardware":
+        xid = p.detail.get("xid") if p else None
+        info = lookup(int(xid)) if xid is not None else None
+        reason = (f"Xid {xid} ({info.name}) on GPU {v.gpu or '?'}" if info
+                  else (p.summary if p else "GPU fault"))
+        props = _isolate_node(v, scheduler, job, reason)
+        if info:
+            props.append(Proposal(tool="gpu_service", args={"node": v.node, "gpu": v.gpu,
+                                                            "action": info.action},
+                                  mutating=True, rationale=info.recommendation))
+        return Remedy(retry_useful=bool(v.node), proposals=props,
+                      why=(f"the GPU fault stays with {v.node}: a retry helps only on other "
+                           "nodes (drain it, requeue with it excluded)") if v.node
+                      else "the faulty node is not identified, so a retry may land on it again")
+    if cat == "network_fault":
+        return Remedy(retry_useful=bool(v.node),
+                      proposals=_isolate_node(v, scheduler, job, "NIC/fabric fault"),
+                      why=(f"the link fault is on {v.node}'s path: retry only with it excluded "
+                           "and the link checked") if v.node
+                      else "the faulty link is not located; a retry may hit it again")
+    if cat == "node_failure":
+        return Remedy(retry_useful=True, proposals=_isolate_node(v, scheduler, job, "node lost"),
+                      why=f"the job lost {v.node or 'a node'}; a retry on healthy nodes can pass "
+                          "(resume from the last checkpoint)")
+    if cat == "gpu_oom":
+        d = p.detail if p else {}
+        return Remedy(retry_useful=False, why="the same batch on the same GPU runs out of memory "
+                      "again: change the memory footprint first",
+                      proposals=[Proposal(tool="config_change", mutating=True, args={
+                          "change": "reduce per-GPU micro-batch size or enable activation "
+                                    "checkpointing; set PYTORCH_CUDA_ALLOC_CONF="
+                                    "expandable_segments:True if reserved-but-unallocated "
+                                    "memory is large",
+                          "rank": v.rank, "tried_bytes": d.get("tried_bytes")},
+                          rationale="make the failing allocation fit before retrying")])
+    if cat == "host_oom":
+        return Remedy(retry_useful=False, why="host memory use is unchanged on a retry: raise "
+                      "the memory limit or lower host memory use first",
+                      proposals=[Proposal(tool="config_change", mutating=True, args={
+                          "change": "raise the job's memory limit (Slurm --mem / Kubernetes "
+                                    "resources.limits.memory) or reduce DataLoader num_workers "
+                                    "/ pinned-memory buffers", "node": v.node},
+                          rationale="the kernel killed the process for memory")])
+    if cat == "application_error":
+        frame = (p.detail.get("innermost_frame") if p else None) or {}
+        return Remedy(retry_useful=False, why="the same code and data fail the same way: fix "
+                      "the error first",
+                      proposals=[Proposal(tool="code_fix", mutating=False, args={
+                          "exception": p.detail.get("exc_type") if p else None,
+                          "file": frame.get("file"), "line": frame.get("line"),
+                          "function": frame.get("function"), "rank": v.rank},
+                          rationale="the failure is in the application; no cluster action helps")])
+    if cat == "hang":
+        return Remedy(retry_useful=None, why="a hang from a rank stuck in its own work (a data "
+                      "step, a barrier only it entered) usually repeats; a retry helps only if "
+                      "it was transient",
+                      proposals=[Proposal(tool="collect_stacks", mutating=False, args={
+                          "node": v.node, "rank": v.rank,
+                          "how": "py-spy dump --pid <rank pid>; enable Flight Recorder "
+                                 "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"},
+                          rationale="see where the stuck rank waits before rerunning")])
+    if cat == "time_limit":
+        return Remedy(retry_useful=True, why="the job ran out of time, not into an error: resume "
+                      "from the last checkpoint, with a longer limit if it needs one",
+                      proposals=[Proposal(tool="slurm_requeue_job" if scheduler != "kubernetes"
+                                          else "k8s_restart_job_pods", mutating=True,
+                                          args={"job": job, "resume_from_checkpoint": True},
+                                          rationale="continue where the time limit stopped it")])
+    if cat == "preempted":
+        return Remedy(retry_useful=True, why="preemption is external: a requeue resumes from the "
+                      "last checkpoint",
+                      proposals=[Proposal(tool="slurm_requeue_job" if scheduler != "kubernetes"
+                                          else "k8s_restart_job_pods", mutating=True,
+                                          args={"job": job, "resume_from_checkpoint": True},
+                                          rationale="the scheduler preempted the job")])
+    return Remedy(retry_useful=None, why="the cause is unknown, so whether a retry helps is too")

@@ -1,0 +1,194 @@
+"""An incident bundle: a directory (or .tar.gz of one) of artifacts, each identified by content.
+
+Nothing is silently dropped: every file is either read by a parser or listed as unread with
+the reason.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.errors import BadInput
+from goodput_agent.incident import IncidentSpec, load_incident
+from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.lines import read_head
+from goodput_agent.parsing.registry import identify, parsers
+from goodput_agent.parsing.timefmt import ClockPolicy
+
+INCIDENT_NAMES = ("incident.yaml", "incident.yml")
+_YEAR = re.compile(rb"\b(20\d\d)-[01]\d-[0-3]\d")
+_RANK_IN_NAME = re.compile(r"(?:^|[._-])rank[_-]?(\d+)(?:[._-]|$)", re.IGNORECASE)
+
+
+class BundleFile(BaseModel):
+    rel_path: str
+    size: int
+    format: str | None = None
+    node_hint: str | None = None
+    rank_hint: int | None = None
+
+
+class Unread(BaseModel):
+    path: str
+    reason: str
+
+
+class Inventory(BaseModel):
+    root: str
+    files: list[BundleFile] = Field(default_factory=list)
+    unread: list[Unread] = Field(default_factory=list)
+    incident: IncidentSpec = Field(default_factory=IncidentSpec)
+    clock: ClockPolicy = Field(default_factory=ClockPolicy)
+
+    def of_format(self, *formats: str) -> list[BundleFile]:
+        return [f for f in self.files if f.format in formats]
+
+
+def node_hint_for(rel: PurePosixPath) -> str | None:
+    parts = rel.parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "nodes" and i + 1 < len(parts) - 1:
+            return parts[i + 1]
+    return None
+
+
+def rank_hint_for(name: str) -> int | None:
+    m = _RANK_IN_NAME.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _looks_binary(head: bytes) -> bool:
+    if not head:
+        return False
+    if b"\x00" in head[:8192]:
+        return True
+    sample = head[:8192]
+    text = sum(32 <= b < 127 or b in (9, 10, 13) or b >= 128 for b in sample)
+    return text / len(sample) < 0.85
+
+
+class Bundle:
+    """An opened bundle: its inventory, and the parsed contents of its files (parsed once)."""
+
+    def __init__(self, root: Path, inventory: Inventory, cleanup: Path | None = None):
+        self.root = root
+        self.inventory = inventory
+        self._cleanup = cleanup
+        self._parsed: dict[str, ParseResult] = {}
+
+    def close(self) -> None:
+        if self._cleanup:
+            shutil.rmtree(self._cleanup, ignore_errors=True)
+            self._cleanup = None
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def parse(self, f: BundleFile) -> ParseResult | None:
+        """The file's parse result; a file that fails to parse moves to `unread` with the reason."""
+        if f.rel_path in self._parsed:
+            return self._parsed[f.rel_path]
+        parser = next((p for p in parsers() if p.format == f.format), None)
+        if parser is None:
+            return None
+        ctx = ParseContext(rel_path=f.rel_path, node_hint=f.node_hint, rank_hint=f.rank_hint,
+                           clock=self.inventory.clock)
+        try:
+            result = parser.parse(self.root / f.rel_path, ctx)
+        except ParseError as exc:
+            self._mark_unread(f, str(exc))
+            return None
+        except (OSError, UnicodeError, ValueError, KeyError, TypeError, IndexError) as exc:
+            self._mark_unread(f, f"{f.rel_path}: {f.format} parser failed: {exc}".splitlines()[0])
+            return None
+        self._parsed[f.rel_path] = result
+        return result
+
+    def _mark_unread(self, f: BundleFile, reason: str) -> None:
+        self.inventory.files = [x for x in self.inventory.files if x.rel_path != f.rel_path]
+        self.inventory.unread.append(Unread(path=f.rel_path, reason=reason))
+
+
+def open_bundle(path: Path) -> Bundle:
+    path = path.expanduser()
+    if not path.exists():
+        raise BadInput(f"{path}: no such file or directory")
+    cleanup: Path | None = None
+    if path.is_file():
+        if not tarfile.is_tarfile(path):
+            raise BadInput(f"{path}: not a bundle (expected a directory or a .tar.gz of one)")
+        cleanup = Path(tempfile.mkdtemp(prefix="goodput-bundle-"))
+        try:
+            with tarfile.open(path) as tar:
+                tar.extractall(cleanup, filter="data")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            shutil.rmtree(cleanup, ignore_errors=True)
+            raise BadInput(f"{path}: cannot unpack: {exc}") from None
+        entries = [p for p in cleanup.iterdir()]
+        root = entries[0] if len(entries) == 1 and entries[0].is_dir() else cleanup
+    else:
+        root = path
+    try:
+        inventory = scan(root)
+    except BadInput:
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+        raise
+    return Bundle(root, inventory, cleanup)
+
+
+def scan(root: Path) -> Inventory:
+    inv = Inventory(root=str(root))
+    all_files = sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    if not all_files:
+        raise BadInput(f"{root}: the bundle is empty (no files found)")
+    years: list[int] = []
+    for p in all_files:
+        rel = PurePosixPath(p.relative_to(root).as_posix())
+        rel_s = str(rel)
+        if p.is_symlink():
+            inv.unread.append(Unread(path=rel_s, reason="symbolic link (not followed)"))
+            continue
+        if p.name in INCIDENT_NAMES and len(rel.parts) == 1:
+            inv.incident = load_incident(p, rel_s)
+            continue
+        size = p.stat().st_size
+        if size == 0:
+            inv.unread.append(Unread(path=rel_s, reason="empty file"))
+            continue
+        raw = read_head(p)
+        if not raw:
+            inv.unread.append(Unread(path=rel_s, reason="cannot read (compressed data corrupt?)"))
+            continue
+        head = raw.decode("utf-8", errors="replace")
+        parser = identify(head, p.name)
+        if parser is None:
+            reason = "binary file" if _looks_binary(raw) else "format not recognized"
+            inv.unread.append(Unread(path=rel_s, reason=reason))
+            continue
+        if (m := _YEAR.search(raw)) is not None:
+            years.append(int(m.group(1)))
+        inv.files.append(BundleFile(rel_path=rel_s, size=size, format=parser.format,
+                                    node_hint=node_hint_for(rel), rank_hint=rank_hint_for(p.name)))
+    inv.clock = _clock_policy(inv.incident, years)
+    return inv
+
+
+def _clock_policy(incident: IncidentSpec, years: list[int]) -> ClockPolicy:
+    policy = ClockPolicy()
+    if incident.timezone:
+        policy.tz_name = incident.timezone
+    if incident.window:
+        policy.year = incident.window.start.year
+    elif years:
+        policy.year = max(set(years), key=years.count)
+    return policy

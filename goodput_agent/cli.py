@@ -1,0 +1,185 @@
+"""The `goodput` command line. Exit codes: 0 report written, 1 internal error, 2 bad input,
+3 not enough evidence for a verdict (report still written, category unknown)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from goodput_agent import __version__
+from goodput_agent.errors import BadInput
+from goodput_agent.logs import configure
+
+EXIT_BAD_INPUT = 2
+
+ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
+                             default=None, help="DuckDB ledger file (default: user data dir).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"goodput: error: {message}", err=True)
+    sys.exit(code)
+
+
+class _Group(click.Group):
+    """Turns BadInput anywhere into one line on stderr and exit 2 — never a traceback."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except BadInput as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="goodput")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def cli(log_level: str) -> None:
+    """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence."""
+    configure(log_level)
+
+
+def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool) -> None:
+    from goodput_agent.investigate import exit_code, investigate_bundle
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.render import render_report
+
+    with open_ledger(ledger_path) as ledger:
+        report = investigate_bundle(bundle, ledger, kind)
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        render_report(report, Console())
+    sys.exit(exit_code(report))
+
+
+@cli.command()
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option("--kind", type=click.Choice(["failure", "slowdown", "latency"]), default=None,
+              help="Override the kind of question inferred from the bundle.")
+@json_option
+@ledger_option
+def investigate(bundle: Path, kind: str | None, as_json: bool, ledger_path: Path | None) -> None:
+    """Investigate an incident bundle (a directory or a .tar.gz of one)."""
+    _investigate(bundle, ledger_path, kind, as_json)
+
+
+@cli.command()
+@json_option
+@ledger_option
+def demo(as_json: bool, ledger_path: Path | None) -> None:
+    """Investigate the bundled demo incident (offline, no API key)."""
+    from goodput_agent.demo import demo_bundle_path
+
+    _investigate(demo_bundle_path(), ledger_path, None, as_json)
+
+
+@cli.group()
+def ledger() -> None:
+    """Read the evidence ledger: investigations, claims, evidence, tool calls, actions."""
+
+
+@ledger.command("list")
+@json_option
+@ledger_option
+def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
+    """The most recent investigations."""
+    from rich.table import Table
+
+    from goodput_agent.ledger import open_ledger
+
+    with open_ledger(ledger_path) as lg:
+        rows = lg.investigations()
+    if as_json:
+        click.echo(json.dumps(rows, default=str, indent=2))
+        return
+    t = Table(title="Investigations")
+    for col in ("id", "created", "kind", "verdict", "conf", "target"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["id"], str(r["created_at"])[:19], r["kind"], str(r["category"] or "—"),
+                  f"{r['confidence']:.2f}" if r["confidence"] is not None else "—",
+                  str(r["target"]))
+    Console().print(t)
+
+
+@ledger.command("show")
+@click.argument("investigation_id", required=False)
+@json_option
+@ledger_option
+def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
+    """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.render import render_record
+
+    with open_ledger(ledger_path) as lg:
+        inv_id = investigation_id or lg.latest_investigation_id()
+        rec = lg.investigation(inv_id) if inv_id else None
+    if rec is None:
+        _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
+        return
+    if as_json:
+        click.echo(rec.model_dump_json(indent=2))
+    else:
+        render_record(rec, Console())
+
+
+@cli.group()
+def schema() -> None:
+    """JSON Schemas of Goodput's contracts."""
+
+
+@schema.command("report")
+def schema_report() -> None:
+    """The JSON Schema of `goodput investigate --json` (goodput.report/v1)."""
+    from goodput_agent.report import report_json_schema
+
+    click.echo(json.dumps(report_json_schema(), indent=2))
+
+
+@cli.command("eval")
+@click.option("--cases", type=click.Path(path_type=Path), default=None,
+              help="Folder of generated cases (default: the shipped suite).")
+@json_option
+def eval_cmd(cases: Path | None, as_json: bool) -> None:
+    """Score the offline planner on generated failure cases against a trivial baseline."""
+    from goodput_agent.evals.scorer import render_scores, score_suite
+
+    scores = score_suite(cases)
+    if as_json:
+        click.echo(scores.model_dump_json(indent=2))
+    else:
+        render_scores(scores, Console())
+
+
+@cli.command("tools")
+@json_option
+def tools_cmd(as_json: bool) -> None:
+    """The tools planners can call, with their descriptions and input schemas."""
+    from goodput_agent.toolkit import registry
+
+    rows = [{"name": t.name, "read_only": t.read_only, "timeout_s": t.timeout_s,
+             "description": t.description, "input_schema": t.input_model.model_json_schema()}
+            for t in registry().values()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
+                   f"  {r['description']}\n")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

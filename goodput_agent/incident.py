@@ -1,0 +1,50 @@
+"""incident.yaml: the question a bundle comes with (optional)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from goodput_agent.errors import BadInput
+
+
+class Window(BaseModel):
+    start: datetime
+    end: datetime
+
+
+class IncidentSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    question: str | None = None
+    job: str | None = None
+    window: Window | None = None
+    timezone: str | None = None
+    kind: str | None = None
+    baseline: Window | str | None = None
+    incident: Window | str | None = None
+
+    @field_validator("job", mode="before")
+    @classmethod
+    def _job_as_text(cls, v: object) -> object:
+        return str(v) if isinstance(v, int) else v
+
+
+def load_incident(path: Path, rel: str) -> IncidentSpec:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise BadInput(f"{rel}:{where.strip() or 'parse'}: not valid YAML") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{rel}: expected a mapping at the top level")
+    try:
+        return IncidentSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise BadInput(f"{rel}: field '{field}': {first['msg']}") from None

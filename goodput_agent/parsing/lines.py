@@ -1,0 +1,94 @@
+"""Streaming line access with bounded memory: no file is ever read whole.
+
+`scan_lines` is the fast path for big logs: it reads large binary chunks and only decodes the
+lines that contain one of a parser's literal markers, keeping exact 1-based line numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+CHUNK_BYTES = 8 * 1024 * 1024
+MAX_LINE_CHARS = 16 * 1024  # longer lines are cut: a 10 MB single-line log must not blow up
+
+
+def _open(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def decode(raw: bytes) -> str:
+    if len(raw) > MAX_LINE_CHARS:
+        raw = raw[:MAX_LINE_CHARS]
+    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Every line with its 1-based number; each line capped at MAX_LINE_CHARS."""
+    with _open(path) as fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(MAX_LINE_CHARS)
+            if not raw:
+                return
+            lineno += 1
+            if not raw.endswith(b"\n"):
+                # drain the rest of an over-long line without holding it
+                while True:
+                    rest = fh.readline(MAX_LINE_CHARS)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+            yield lineno, decode(raw)
+
+
+def scan_lines(path: Path, literals: Iterable[bytes]) -> Iterator[tuple[int, str]]:
+    """Lines containing any of `literals` (case-sensitive), with their 1-based numbers."""
+    markers = tuple(literals)
+    with _open(path) as fh:
+        carry = b""
+        base_line = 1  # line number of the first line in `buf`
+        while True:
+            block = fh.read(CHUNK_BYTES)
+            if not block and not carry:
+                return
+            buf = carry + block
+            if block:
+                cut = buf.rfind(b"\n")
+                if cut == -1:
+                    if len(buf) > CHUNK_BYTES * 2:  # pathological single line: cut it
+                        cut = len(buf) - 1
+                    else:
+                        carry = buf
+                        continue
+                carry, buf = buf[cut + 1 :], buf[: cut + 1]
+            else:
+                carry = b""
+            starts: set[int] = set()
+            for marker in markers:
+                pos = buf.find(marker)
+                while pos != -1:
+                    start = buf.rfind(b"\n", 0, pos) + 1
+                    starts.add(start)
+                    end = buf.find(b"\n", pos)
+                    pos = buf.find(marker, end) if end != -1 else -1
+            last_pos, last_line = 0, base_line
+            for start in sorted(starts):
+                last_line += buf.count(b"\n", last_pos, start)
+                last_pos = start
+                end = buf.find(b"\n", start)
+                yield last_line, decode(buf[start : end if end != -1 else len(buf)])
+            base_line += buf.count(b"\n")
+            if not block:
+                return
+
+
+def read_head(path: Path, limit: int = 64 * 1024) -> bytes:
+    """The first `limit` bytes (decompressed for .gz): enough to identify a file's format."""
+    try:
+        with _open(path) as fh:
+            return fh.read(limit)
+    except (OSError, EOFError):
+        return b""

@@ -1,0 +1,65 @@
+"""What a planner says to the loop, and what the loop tells it back."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.events import Event
+from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
+
+
+class ToolCall(BaseModel):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepResult(BaseModel):
+    call: ToolCall
+    output: Any = None  # the tool's output model instance
+    error: str | None = None
+    tool_call_id: int
+    duration_ms: float
+
+
+class ClaimDraft(BaseModel):
+    statement: str
+    category: str
+    confidence: float
+    status: str  # hypothesis | supported | refuted
+    node: str | None = None
+    rank: int | None = None
+    gpu: str | None = None
+    supporting: list[Event] = Field(default_factory=list)
+    contradicting: list[Event] = Field(default_factory=list)
+
+
+class ProposalDraft(BaseModel):
+    tool: str
+    args: dict[str, Any]
+    mutating: bool
+    rationale: str
+
+
+class Conclusion(BaseModel):
+    """A planner's finished answer; the loop records it and renders the report from it."""
+
+    kind: str
+    claims: list[ClaimDraft]  # the first claim is the verdict
+    alternatives: list[Alternative] = Field(default_factory=list)
+    retry: Retry
+    proposals: list[ProposalDraft] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list)
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+    clock: ClockNote | None = None
+
+
+class Planner(Protocol):
+    name: str
+
+    def next_step(self, history: list[StepResult]) -> ToolCall | None:
+        """The next tool to call, or None when the evidence is gathered."""
+        ...
+
+    def conclude(self, history: list[StepResult]) -> Conclusion: ...

@@ -1,0 +1,146 @@
+"""The offline playbook planner: deterministic, no network. It walks a fixed playbook per kind
+of question through the same loop, tools and ledger that the LLM planner uses."""
+
+from __future__ import annotations
+
+from goodput_agent.analysis.failure import Alternative as FoundAlternative
+from goodput_agent.analysis.failure import FailureVerdict, diagnose
+from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.analysis.remedy import remedy
+from goodput_agent.bundle import Inventory
+from goodput_agent.events import Event
+from goodput_agent.planner.base import (
+    ClaimDraft,
+    Conclusion,
+    ProposalDraft,
+    StepResult,
+    ToolCall,
+)
+from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
+from goodput_agent.toolkit import EventsOutput
+
+PLAYBOOKS: dict[str, tuple[str, ...]] = {
+    "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
+                "log_activity"),
+    "slowdown": ("bundle_inventory",),
+    "latency": ("bundle_inventory",),
+}
+SLURM_FORMATS = {"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json", "scontrol_job",
+                 "scontrol_node", "sinfo_reasons", "sinfo"}
+
+
+class OfflinePlanner:
+    name = "offline-playbook"
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.steps = PLAYBOOKS[kind]
+
+    def next_step(self, history: list[StepResult]) -> ToolCall | None:
+        if len(history) >= len(self.steps):
+            return None
+        return ToolCall(tool=self.steps[len(history)])
+
+    def conclude(self, history: list[StepResult]) -> Conclusion:
+        outputs = {s.call.tool: s.output for s in history if s.output is not None}
+        if self.kind != "failure":
+            return _not_available(self.kind)
+        obs = observations(outputs)
+        v = diagnose(obs)
+        errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
+        return failure_conclusion(v, obs, errors)
+
+
+def observations(outputs: dict[str, object]) -> Observations:
+    inv: Inventory = outputs["bundle_inventory"]  # type: ignore[assignment]
+    obs = Observations(incident=inv.incident, clock=inv.clock, job_id=inv.incident.job)
+    for name in ("scheduler_state", "job_log_events", "kernel_log_events"):
+        out = outputs.get(name)
+        if not isinstance(out, EventsOutput):
+            continue
+        obs.events.extend(out.events)
+        for r, h in out.rank_hosts.items():
+            obs.rank_hosts.setdefault(r, h)
+        for r, g in out.rank_gpus.items():
+            obs.rank_gpus.setdefault(r, g)
+        obs.facts.update(out.facts)
+    obs.events.sort(key=Event.sort_key)
+    formats = {f.format for f in inv.files}
+    obs.scheduler_kind = ("slurm" if formats & SLURM_FORMATS
+                          else "kubernetes" if "k8s_list" in formats else None)
+    obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
+                            {f.rel_path for f in inv.of_format("kernel_log")}}
+    obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
+    for facts in obs.facts.values():
+        obs.kernel_log_nodes |= set(facts.get("hosts", []) or [])
+    obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
+    obs.job_nodes = _job_nodes(obs)
+    if obs.job_id is None:
+        obs.job_id = _job_id(obs)
+    activity = outputs.get("log_activity")
+    for a in getattr(activity, "files", []) or []:
+        obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
+                                     last=a.last))
+    return obs
+
+
+def _job_nodes(obs: Observations) -> list[str]:
+    nodes: list[str] = []
+    for facts in obs.facts.values():
+        for job in facts.get("jobs", []) or []:
+            if obs.job_id and str(job.get("job_id", "")).split(".")[0] != obs.job_id:
+                continue
+            for n in job.get("nodes", []) or []:
+                if n not in nodes:
+                    nodes.append(n)
+        for pod in facts.get("pods", []) or []:
+            if pod.get("node") and pod["node"] not in nodes:
+                nodes.append(pod["node"])
+    return nodes
+
+
+def _job_id(obs: Observations) -> str | None:
+    for facts in obs.facts.values():
+        for job in facts.get("jobs", []) or []:
+            if job.get("job_id"):
+                return str(job["job_id"]).split(".")[0]
+    return None
+
+
+def _timeline(events: list[Event]) -> list[TimelineEntry]:
+    return [TimelineEntry(time=e.ts.isoformat() if e.ts else None, node=e.node, rank=e.rank,
+                          kind=e.kind.value, role=e.role.value, summary=e.summary,
+                          locator=str(e.locator)) for e in events]
+
+
+def _alt(a: FoundAlternative) -> Alternative:
+    return Alternative(category=a.category, confidence=a.confidence,  # type: ignore[arg-type]
+                       why_not=a.why_not, node=a.node, rank=a.rank)
+
+
+def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str]) -> Conclusion:
+    r = remedy(v, obs.scheduler_kind, obs.job_id)
+    verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
+                         status="supported" if v.category != "unknown" else "hypothesis",
+                         node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence,
+                         contradicting=[e for a in v.alternatives for e in a.evidence][:5])
+    claims = [verdict] + [
+        ClaimDraft(statement=f"{a.category}: rejected: {a.why_not}", category=a.category,
+                   confidence=a.confidence, status="refuted", node=a.node, rank=a.rank,
+                   supporting=a.evidence, contradicting=v.evidence[:1])
+        for a in v.alternatives]
+    proposals = [ProposalDraft(tool=p.tool, args=p.args, mutating=p.mutating,
+                               rationale=p.rationale) for p in r.proposals]
+    return Conclusion(kind="failure", claims=claims, alternatives=[_alt(a) for a in v.alternatives],
+                      retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
+                      unknowns=v.unknowns + errors, timeline=_timeline(v.timeline),
+                      clock=ClockNote(assumptions=v.clock_notes,
+                                      skew_tolerance_s=obs.clock.skew_tolerance_s))
+
+
+def _not_available(kind: str) -> Conclusion:
+    why = (f"the {kind} analysis is not part of this version; the bundle was inventoried but "
+           "no verdict is given")
+    return Conclusion(kind=kind, claims=[ClaimDraft(statement=why, category="unknown",
+                                                    confidence=0.0, status="hypothesis")],
+                      retry=Retry(useful=None, why="no verdict"), unknowns=[why])

@@ -1,0 +1,36 @@
+"""One redaction step for every excerpt that reaches the ledger or a report."""
+
+from __future__ import annotations
+
+import re
+
+MASK = "[REDACTED]"
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Authorization headers and bearer tokens
+    (re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer|basic|token)\s+[^\s'\"]+"), rf"\1\2 {MASK}"),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
+    # KEY=value / key: value for secret-looking names (env dumps, command lines, configs)
+    # (the secret word ends the name: max_num_batched_tokens=8192 is not a secret)
+    (re.compile(r"(?i)\b([A-Z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|"
+                r"PRIVATE_?KEY|CREDENTIALS?))(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"),
+     rf"\1\2\3{MASK}\3"),
+    # --password=x / --token x style flags
+    (re.compile(r"(?i)(--?(?:password|passwd|token|api-key|secret)[=\s]+)[^\s'\"]+"), rf"\1{MASK}"),
+    # Well-known token shapes
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),  # AWS access key id
+    (re.compile(r"\bsk-ant-[A-Za-z0-9_-]{10,}"), MASK),  # Anthropic
+    (re.compile(r"\bsk-[A-Za-z0-9]{20,}\b"), MASK),  # OpenAI-style
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), MASK),  # GitHub
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MASK),  # Hugging Face
+    (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"), MASK),  # Slack
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"), MASK),  # JWT
+    # user:password@ in URLs
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), rf"\1{MASK}@"),
+)
+
+
+def redact(text: str) -> str:
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text

@@ -1,0 +1,114 @@
+"""Terminal rendering with rich: the report and the ledger, for people (--json is for scripts)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from goodput_agent.ledger import InvestigationRecord
+from goodput_agent.report import Report
+
+
+def _conf_style(c: float) -> str:
+    return "green" if c >= 0.75 else "yellow" if c >= 0.45 else "red"
+
+
+def render_report(report: Report, console: Console) -> None:
+    rc = report.root_cause
+    where = ", ".join(x for x in (f"node {rc.node}" if rc.node else "",
+                                  f"rank {rc.rank}" if rc.rank is not None else "",
+                                  f"GPU {rc.gpu}" if rc.gpu else "") if x) or "not located"
+    head = Text.assemble((f"{rc.category}", "bold"), "  ",
+                         (f"confidence {rc.confidence:.2f}", _conf_style(rc.confidence)),
+                         "  ", (where, "cyan"))
+    body: list = [head, Text(rc.summary)]
+    if report.retry:
+        verdict = {True: "yes", False: "no", None: "unknown"}[report.retry.useful]
+        body.append(Text.assemble(("Retry useful: ", "bold"), verdict, f" — {report.retry.why}"))
+    console.print(Panel(Group(*body), title=f"[bold]{escape(report.question or report.kind)}[/]",
+                        subtitle=report.investigation_id or "", expand=True))
+    if rc.evidence:
+        t = Table(title="Evidence", show_lines=False, expand=True)
+        t.add_column("id", justify="right", style="dim")
+        t.add_column("where", style="cyan", no_wrap=True)
+        t.add_column("excerpt")
+        for ev in rc.evidence:
+            t.add_row(str(ev.id or ""), escape(ev.locator), escape(ev.excerpt[:240]))
+        console.print(t)
+    if report.timeline:
+        t = Table(title="Timeline (first event per node and rank, UTC)", expand=True)
+        for col in ("time", "node", "rank", "role", "what"):
+            t.add_column(col, no_wrap=col != "what")
+        for e in report.timeline[:20]:
+            style = "bold red" if e.role == "primary" else "dim" if e.role == "context" else ""
+            t.add_row(escape((e.time or "—")[:23]), escape(e.node or "—"),
+                      "—" if e.rank is None else str(e.rank), e.role, escape(e.summary[:120]),
+                      style=style)
+        console.print(t)
+    if report.alternatives:
+        t = Table(title="Alternatives considered", expand=True)
+        t.add_column("category", no_wrap=True)
+        t.add_column("conf", justify="right")
+        t.add_column("why not")
+        for a in report.alternatives:
+            t.add_row(a.category, f"{a.confidence:.2f}", escape(a.why_not))
+        console.print(t)
+    if report.actions:
+        t = Table(title="Proposed actions (nothing has been executed)", expand=True)
+        for col in ("id", "tool", "args", "mutating", "why"):
+            t.add_column(col)
+        for a in report.actions:
+            t.add_row(str(a.id), a.tool, escape(json.dumps(a.args)), "yes" if a.mutating else "no",
+                      escape(a.rationale))
+        console.print(t)
+    notes = [*(f"unknown: {u}" for u in report.unknowns),
+             *(f"unread: {p} ({r})" for p, r in report.unread_reasons.items())]
+    if report.clock:
+        notes += [f"clock: {a}" for a in report.clock.assumptions]
+    if notes:
+        console.print(Panel("\n".join(escape(n) for n in notes), title="Notes", style="dim"))
+
+
+def render_record(rec: InvestigationRecord, console: Console) -> None:
+    inv = rec.investigation
+    c = rec.conclusion or {}
+    console.print(Panel(
+        f"[bold]{escape(str(inv['question']))}[/]\nkind {inv['kind']} · planner {inv['planner']}"
+        f" · target {escape(str(inv['target']))}\nverdict {c.get('category', 'not concluded')}"
+        f" · confidence {c.get('confidence', '—')} · exit {c.get('exit_code', '—')}",
+        title=inv["id"]))
+    t = Table(title="Claims", expand=True)
+    for col in ("id", "status", "category", "conf", "statement", "evidence"):
+        t.add_column(col)
+    for cl in rec.claims:
+        t.add_row(str(cl["id"]), cl["status"], cl["category"], f"{cl['confidence']:.2f}",
+                  escape(cl["statement"]),
+                  f"+{cl['supporting']} -{cl['contradicting']}")
+    console.print(t)
+    t = Table(title="Evidence", expand=True)
+    for col in ("id", "locator", "excerpt"):
+        t.add_column(col)
+    for ev in rec.evidence:
+        t.add_row(str(ev["id"]), escape(ev["locator"]), escape(str(ev["excerpt"])[:200]))
+    console.print(t)
+    t = Table(title="Tool calls", expand=True)
+    for col in ("#", "tool", "args", "ms", "output", "error"):
+        t.add_column(col)
+    for tc in rec.tool_calls:
+        t.add_row(str(tc["seq"]), tc["tool"], escape(tc["args_json"]),
+                  f"{tc['duration_ms']:.1f}", escape(str(tc["output_summary"])[:80]),
+                  escape(tc["error"] or ""))
+    console.print(t)
+    if rec.actions:
+        t = Table(title="Actions", expand=True)
+        for col in ("id", "status", "tool", "args", "mutating"):
+            t.add_column(col)
+        for a in rec.actions:
+            t.add_row(str(a["id"]), a["status"], a["tool"], escape(a["args_json"]),
+                      "yes" if a["mutating"] else "no")
+        console.print(t)

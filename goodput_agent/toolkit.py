@@ -1,0 +1,111 @@
+"""The tool interface: typed, described, time-bounded, and marked read-only or mutating.
+
+Every tool is one module in `tools/` (installed as goodput_agent.tools) that defines `TOOL`.
+The registry discovers them, so adding a tool never touches the planner or the loop.
+Descriptions are data: prompts/tools/<name>.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.bundle import Bundle
+from goodput_agent.events import Event
+
+In = TypeVar("In", bound=BaseModel)
+Out = TypeVar("Out", bound=BaseModel)
+
+
+@dataclass
+class ToolContext:
+    """The evidence sources a tool may read. Live sources join here behind the same tools."""
+
+    bundle: Bundle | None = None
+
+
+class Tool(ABC, Generic[In, Out]):
+    name: ClassVar[str]
+    input_model: ClassVar[type[BaseModel]]
+    output_model: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = True
+    timeout_s: ClassVar[float] = 120.0
+
+    @property
+    def description(self) -> str:
+        return tool_description(self.name)
+
+    @abstractmethod
+    def run(self, ctx: ToolContext, args: In) -> Out: ...
+
+
+class ToolUnavailable(Exception):
+    """The source this tool needs is not present (no bundle, no Slurm, ...)."""
+
+
+def tool_description(name: str) -> str:
+    path = resources.files("goodput_agent.prompts").joinpath("tools", f"{name}.md")
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+
+
+@cache
+def registry() -> dict[str, Tool]:
+    import goodput_agent.tools as pkg
+
+    found: dict[str, Tool] = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        tool = getattr(module, "TOOL", None)
+        if isinstance(tool, Tool):
+            found[tool.name] = tool
+    return found
+
+
+# --- shared mechanics for the evidence-reading tools -------------------------------------
+
+
+class EventsOutput(BaseModel):
+    """What an evidence tool returns: events on one clock plus the layout facts it found."""
+
+    events: list[Event] = Field(default_factory=list)
+    rank_hosts: dict[int, str] = Field(default_factory=dict)
+    rank_gpus: dict[int, str] = Field(default_factory=dict)
+    facts: dict[str, dict] = Field(default_factory=dict)  # per file
+    files_read: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        kinds: dict[str, int] = {}
+        for e in self.events:
+            kinds[e.kind.value] = kinds.get(e.kind.value, 0) + 1
+        return {"files": len(self.files_read), "events": len(self.events), "by_kind": kinds}
+
+
+def read_events(ctx: ToolContext, formats: tuple[str, ...], node: str | None = None,
+                rank: int | None = None) -> EventsOutput:
+    if ctx.bundle is None:
+        raise ToolUnavailable("no incident bundle is open")
+    out = EventsOutput()
+    for f in ctx.bundle.inventory.of_format(*formats):
+        result = ctx.bundle.parse(f)
+        if result is None:
+            continue
+        out.files_read.append(f.rel_path)
+        out.events.extend(e for e in result.events
+                          if (node is None or e.node == node) and (rank is None or e.rank == rank))
+        for r, h in result.rank_hosts.items():
+            out.rank_hosts.setdefault(r, h)
+        for r, g in result.rank_gpus.items():
+            out.rank_gpus.setdefault(r, g)
+        if result.facts:
+            out.facts[f.rel_path] = result.facts
+        out.warnings.extend(result.warnings)
+    out.events.sort(key=Event.sort_key)
+    return out

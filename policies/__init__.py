@@ -1,0 +1,1 @@
+"""Approval policies, as YAML data; installed as goodput_agent.policies."""

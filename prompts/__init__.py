@@ -1,0 +1,1 @@
+"""Prompts and tool descriptions, as data; installed as goodput_agent.prompts."""

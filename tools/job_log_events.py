@@ -1,0 +1,27 @@
+"""Each rank's own account: exceptions, CUDA OOMs, NCCL errors and timeouts, torchelastic
+error files and Flight Recorder dumps, with the rank-to-host map they reveal."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
+
+JOB_LOG_FORMATS = ("job_log", "torchelastic_error", "flight_recorder")
+
+
+class JobLogInput(BaseModel):
+    rank: int | None = None
+    node: str | None = None
+
+
+class JobLogEventsTool(Tool[JobLogInput, EventsOutput]):
+    name = "job_log_events"
+    input_model = JobLogInput
+    output_model = EventsOutput
+
+    def run(self, ctx: ToolContext, args: JobLogInput) -> EventsOutput:
+        return read_events(ctx, JOB_LOG_FORMATS, node=args.node, rank=args.rank)
+
+
+TOOL = JobLogEventsTool()
