@@ -6,10 +6,12 @@ the reason.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tarfile
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
@@ -23,6 +25,7 @@ from goodput_agent.parsing.timefmt import ClockPolicy
 
 INCIDENT_NAMES = ("incident.yaml", "incident.yml")
 _YEAR = re.compile(rb"\b(20\d\d)-[01]\d-[0-3]\d")
+PARALLEL_BYTES = 64 * 1024 * 1024  # below this, worker processes cost more than they save
 _RANK_IN_NAME = re.compile(r"(?:^|[._-])rank[_-]?(\d+)(?:[._-]|$)", re.IGNORECASE)
 
 
@@ -95,27 +98,51 @@ class Bundle:
 
     def parse(self, f: BundleFile) -> ParseResult | None:
         """The file's parse result; a file that fails to parse moves to `unread` with the reason."""
-        if f.rel_path in self._parsed:
-            return self._parsed[f.rel_path]
-        parser = next((p for p in parsers() if p.format == f.format), None)
-        if parser is None:
-            return None
-        ctx = ParseContext(rel_path=f.rel_path, node_hint=f.node_hint, rank_hint=f.rank_hint,
-                           clock=self.inventory.clock)
-        try:
-            result = parser.parse(self.root / f.rel_path, ctx)
-        except ParseError as exc:
-            self._mark_unread(f, str(exc))
-            return None
-        except (OSError, UnicodeError, ValueError, KeyError, TypeError, IndexError) as exc:
-            self._mark_unread(f, f"{f.rel_path}: {f.format} parser failed: {exc}".splitlines()[0])
-            return None
-        self._parsed[f.rel_path] = result
-        return result
+        if f.rel_path not in self._parsed:
+            self._store(f, _parse_one(self.root, f, self.inventory.clock))
+        return self._parsed.get(f.rel_path)
+
+    def parse_many(self, files: list[BundleFile]) -> list[tuple[BundleFile, ParseResult]]:
+        """Parse files, on every core when they are big enough to be worth it."""
+        todo = [f for f in files if f.rel_path not in self._parsed]
+        cores = os.cpu_count() or 1
+        if len(todo) > 1 and cores > 1 and sum(f.size for f in todo) > PARALLEL_BYTES:
+            todo.sort(key=lambda f: -f.size)  # big files first: better load balance
+            with ProcessPoolExecutor(max_workers=cores) as pool:
+                results = pool.map(_parse_one, [self.root] * len(todo), todo,
+                                   [self.inventory.clock] * len(todo), chunksize=4)
+                for f, outcome in zip(todo, results, strict=True):
+                    self._store(f, outcome)
+        else:
+            for f in todo:
+                self._store(f, _parse_one(self.root, f, self.inventory.clock))
+        return [(f, self._parsed[f.rel_path]) for f in files if f.rel_path in self._parsed]
+
+    def _store(self, f: BundleFile, outcome: ParseResult | str | None) -> None:
+        if isinstance(outcome, str):
+            self._mark_unread(f, outcome)
+        elif outcome is not None:
+            self._parsed[f.rel_path] = outcome
 
     def _mark_unread(self, f: BundleFile, reason: str) -> None:
         self.inventory.files = [x for x in self.inventory.files if x.rel_path != f.rel_path]
         self.inventory.unread.append(Unread(path=f.rel_path, reason=reason))
+
+
+def _parse_one(root: Path, f: BundleFile, clock: ClockPolicy) -> ParseResult | str | None:
+    """A parse result, or the one-line reason the file could not be read."""
+    parser = next((p for p in parsers() if p.format == f.format), None)
+    if parser is None:
+        return None
+    ctx = ParseContext(rel_path=f.rel_path, node_hint=f.node_hint, rank_hint=f.rank_hint,
+                       clock=clock)
+    try:
+        return parser.parse(root / f.rel_path, ctx)
+    except ParseError as exc:
+        return str(exc).splitlines()[0] if str(exc) else f"{f.rel_path}: cannot parse"
+    except (OSError, EOFError, UnicodeError, ValueError, KeyError, TypeError, IndexError,
+            AttributeError, RecursionError) as exc:
+        return f"{f.rel_path}: {f.format} parser failed: {exc}".splitlines()[0]
 
 
 def open_bundle(path: Path) -> Bundle:

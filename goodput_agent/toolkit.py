@@ -93,10 +93,7 @@ def read_events(ctx: ToolContext, formats: tuple[str, ...], node: str | None = N
     if ctx.bundle is None:
         raise ToolUnavailable("no incident bundle is open")
     out = EventsOutput()
-    for f in ctx.bundle.inventory.of_format(*formats):
-        result = ctx.bundle.parse(f)
-        if result is None:
-            continue
+    for f, result in ctx.bundle.parse_many(ctx.bundle.inventory.of_format(*formats)):
         out.files_read.append(f.rel_path)
         out.events.extend(e for e in result.events
                           if (node is None or e.node == node) and (rank is None or e.rank == rank))

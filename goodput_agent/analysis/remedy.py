@@ -35,7 +35,7 @@ def _isolate_node(v: FailureVerdict, scheduler: str | None, job: str | None, rea
                          rationale=f"keep new pods off {node}: {reason}"),
                 Proposal(tool="k8s_restart_job_pods", args={"job": job, "avoid_nodes": [node]},
                          mutating=True,
-                         rationale=f"restart the job's pods elsewhere, from the last checkpoint")]
+                         rationale="restart the job's pods elsewhere, from the last checkpoint")]
     return [Proposal(tool="slurm_drain_node", args={"node": node, "reason": f"goodput: {reason}"},
                      mutating=True, rationale=f"take {node} out of scheduling: {reason}"),
             Proposal(tool="slurm_requeue_job", args={"job": job, "exclude": [node]}, mutating=True,

@@ -1,0 +1,108 @@
+"""The ordering rules of the failure analysis, on hand-built Event fixtures."""
+
+from datetime import UTC, datetime, timedelta
+
+from goodput_agent.analysis.failure import diagnose
+from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.incident import IncidentSpec, Window
+
+T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
+
+
+def ev(kind, role, category=None, *, t=0.0, node=None, rank=None, path="f.log", line=1,
+       clock=Clock.absolute, **detail) -> Event:
+    return Event(kind=kind, role=role, category=category,
+                 ts=None if t is None else T0 + timedelta(seconds=t), clock=clock, node=node,
+                 rank=rank, summary=f"{kind.value} {detail}", excerpt="x",
+                 locator=Locator(path=path, line_start=line, line_end=line), detail=detail)
+
+
+def timeouts(ranks, t, seq=100, host_of=lambda r: f"n{r // 8}"):
+    return [ev(EventKind.nccl_watchdog_timeout, Role.symptom, t=t + r * 0.01, rank=r,
+               node=host_of(r), path=f"logs/rank{r}.log", seq_num=seq) for r in ranks]
+
+
+def test_first_hardware_fault_beats_later_loud_network_symptoms() -> None:
+    events = [
+        *timeouts(range(32), t=600),
+        ev(EventKind.ib_error, Role.primary, "network_fault", t=5, node="n0", rank=2,
+           path="logs/rank2.log", line=40, peer="10.0.0.3"),
+        ev(EventKind.xid, Role.primary, "gpu_hardware", t=0, node="n3", path="nodes/n3/kern.log",
+           xid=79, pid=4242),
+        ev(EventKind.cuda_error, Role.primary, "application_error", t=0.8, node="n3", rank=29,
+           path="logs/rank29.log"),
+    ]
+    v = diagnose(Observations(events=events, rank_hosts={r: f"n{r // 8}" for r in range(32)},
+                              kernel_log_nodes={"n3"}))
+    assert (v.category, v.node, v.rank) == ("gpu_hardware", "n3", 29)
+    cats = {a.category for a in v.alternatives}
+    assert "network_fault" in cats and "application_error" in cats
+    assert v.confidence >= 0.75
+
+
+def test_within_skew_tolerance_the_more_decisive_event_wins() -> None:
+    events = [ev(EventKind.python_exception, Role.primary, "application_error", t=0, rank=1,
+                 node="a"),
+              ev(EventKind.host_oom_kill, Role.primary, "host_oom", t=1.5, node="b")]
+    v = diagnose(Observations(events=events))
+    assert v.category == "host_oom" and v.node == "b"
+    events[1] = events[1].model_copy(update={"ts": T0 + timedelta(seconds=30)})
+    v = diagnose(Observations(events=events))
+    assert v.category == "application_error" and v.rank == 1
+
+
+def test_events_outside_the_window_are_ignored() -> None:
+    old = ev(EventKind.xid, Role.primary, "gpu_hardware", t=-86400, node="n9", xid=48)
+    oom = ev(EventKind.cuda_oom, Role.primary, "gpu_oom", t=120, rank=4, node="n0")
+    spec = IncidentSpec(window=Window(start=T0, end=T0 + timedelta(hours=1)))
+    v = diagnose(Observations(events=[old, oom], incident=spec))
+    assert v.category == "gpu_oom" and v.rank == 4
+    assert any("outside" in n for n in v.clock_notes)
+
+
+def test_lost_node_is_dated_by_its_last_sign_of_life_not_the_reason_time() -> None:
+    # slurmctld marks the node down 5 minutes after it went silent; peers' IB errors came
+    # in between: the node loss is still first.
+    events = [
+        ev(EventKind.node_fail, Role.primary, "node_failure", t=400, node="n2",
+           path="slurm/sinfo_R.txt"),
+        ev(EventKind.ib_error, Role.primary, "network_fault", t=90, node="n0", rank=1,
+           path="logs/rank1.log"),
+    ]
+    activity = [Activity(path="nodes/n2/kern.log", node="n2", rank=None, first=T0,
+                         last=T0 + timedelta(seconds=60))]
+    v = diagnose(Observations(events=events, activity=activity))
+    assert v.category == "node_failure" and v.node == "n2"
+    assert "stop" in v.summary
+
+
+def test_hang_rank_behind_in_collective_sequence() -> None:
+    events = timeouts([r for r in range(16) if r != 5], t=1800, seq=812)
+    events += timeouts([5], t=1800, seq=811)
+    v = diagnose(Observations(events=events, rank_hosts={r: f"n{r // 8}" for r in range(16)}))
+    assert (v.category, v.rank, v.node) == ("hang", 5, "n0")
+
+
+def test_hang_rank_that_printed_no_watchdog_line() -> None:
+    events = timeouts([r for r in range(8) if r != 6], t=600, seq=None)
+    elastic = ev(EventKind.elastic_failure, Role.symptom, t=700, rank=0, node="n0", root_rank=0)
+    v = diagnose(Observations(events=events + [elastic],
+                              rank_hosts={r: "n0" for r in range(8)}))
+    assert v.category == "hang" and v.rank == 6
+    assert any(a.rank == 0 and "torchelastic" in a.why_not for a in v.alternatives)
+
+
+def test_no_failure_evidence_is_unknown_with_the_reason() -> None:
+    state = ev(EventKind.job_state, Role.symptom, t=0, path="slurm/sacct.txt", state="FAILED")
+    v = diagnose(Observations(events=[state]))
+    assert v.category == "unknown" and v.confidence == 0.0
+    assert v.unknowns
+
+
+def test_unplaced_hardware_event_on_the_same_node_tells_the_story() -> None:
+    raw = ev(EventKind.xid, Role.primary, "gpu_hardware", t=None, node="n1", clock=Clock.none,
+             xid=79)
+    app = ev(EventKind.cuda_error, Role.primary, "application_error", t=10, node="n1", rank=9)
+    v = diagnose(Observations(events=[raw, app]))
+    assert v.category == "gpu_hardware" and v.node == "n1"
