@@ -14,6 +14,7 @@ from rich.table import Table
 
 from goodput_agent.analysis.observations import short_name
 
+ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")
 
 
@@ -107,7 +108,7 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
         try:
             for case in case_dirs:
                 expected = json.loads((case / "expected.json").read_text())
-                report = investigate_bundle(case, ledger)
+                report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS)
                 b_cat, b_node = baseline_blame(case)
                 scores.cases.append(CaseResult(
                     case_id=expected.get("case_id", case.name),

@@ -145,7 +145,7 @@ def _parse_one(root: Path, f: BundleFile, clock: ClockPolicy) -> ParseResult | s
         return f"{f.rel_path}: {f.format} parser failed: {exc}".splitlines()[0]
 
 
-def open_bundle(path: Path) -> Bundle:
+def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
     path = path.expanduser()
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory")
@@ -165,7 +165,7 @@ def open_bundle(path: Path) -> Bundle:
     else:
         root = path
     try:
-        inventory = scan(root)
+        inventory = scan(root, ignore)
     except BadInput:
         if cleanup:
             shutil.rmtree(cleanup, ignore_errors=True)
@@ -173,9 +173,11 @@ def open_bundle(path: Path) -> Bundle:
     return Bundle(root, inventory, cleanup)
 
 
-def scan(root: Path) -> Inventory:
+def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
+    """Identify every file; `ignore` names root-level files that are not evidence (answer keys)."""
     inv = Inventory(root=str(root))
-    all_files = sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    all_files = sorted(p for p in root.rglob("*") if (p.is_file() or p.is_symlink())
+                       and p.relative_to(root).as_posix() not in ignore)
     if not all_files:
         raise BadInput(f"{root}: the bundle is empty (no files found)")
     years: list[int] = []

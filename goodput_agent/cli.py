@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,11 @@ class _Group(click.Group):
             _fail(str(exc))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except Exception as exc:  # a bug of ours: one line, the traceback only on request
+            if os.environ.get("GOODPUT_DEBUG"):
+                raise
+            _fail(f"internal error: {type(exc).__name__}: {exc} (set GOODPUT_DEBUG=1 for the "
+                  "traceback)".replace("\n", " "), 1)
 
 
 @click.group(cls=_Group)

@@ -13,8 +13,9 @@ from goodput_agent.report import Report
 from goodput_agent.toolkit import ToolContext
 
 
-def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None) -> Report:
-    with open_bundle(path) as bundle:
+def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
+                       ignore: tuple[str, ...] = ()) -> Report:
+    with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
         chosen = kind or infer_kind(inv)
         planner = OfflinePlanner(chosen)
