@@ -27,6 +27,7 @@ STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oo
 BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
                    "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
                    "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+JOB_LEVEL = ("time_limit", "preempted")
 SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
                  EventKind.ib_error)
@@ -65,6 +66,17 @@ class Candidate(BaseModel):
     @property
     def category(self) -> str:
         return self.event.category or "unknown"
+
+
+def weight(e: Event) -> float:
+    """How decisive an event is by its own account (parsers set detail["weight"])."""
+    w = e.detail.get("weight", 1.0)
+    if isinstance(w, str):
+        return {"low": 0.4, "medium": 0.7, "high": 1.0}.get(w.lower(), 1.0)
+    try:
+        return max(0.0, min(1.0, float(w)))
+    except (TypeError, ValueError):
+        return 1.0
 
 
 def _fmt(ts: datetime | None) -> str:
@@ -121,13 +133,23 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
         if e.category == "node_failure" and e.node in alive and (at is None or alive[e.node] < at):
             at = alive[e.node]
             note = f"{e.node}'s logs stop at {_fmt(at)}"
-        strength = STRENGTH[e.category] * float(e.detail.get("weight", 1.0) or 1.0)
+        strength = STRENGTH[e.category] * weight(e)
         out.append(Candidate(event=e, at=at, strength=strength, note=note))
+    # A scheduler state that only says "FAILED, exit 1" is the fallback, never a rival of a log
+    # that says why.
+    specific = [c for c in out if not _generic_state(c.event)]
+    if specific:
+        out = specific
     if outside:
         first = outside[0]
         notes.append(f"ignored {len(outside)} failure event(s) outside the job's window or nodes "
                      f"(e.g. {first.summary} on {first.node or '?'} at {_fmt(first.ts)})")
     return out
+
+
+def _generic_state(e: Event) -> bool:
+    return e.kind in (EventKind.job_state, EventKind.step_state, EventKind.exit_status) \
+        and e.category == "application_error"
 
 
 def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
@@ -138,10 +160,10 @@ def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     assert t0 is not None
     co_first = [c for c in timed if c.at - t0 <= tolerance]  # type: ignore[operator]
     best = max(co_first, key=lambda c: (c.strength, -c.at.timestamp()))  # type: ignore
-    # An unplaced event on the same node that is more decisive tells the same story better
-    # (raw dmesg without a boot anchor next to the rank's CUDA error).
-    untimed = [c for c in cands if c.at is None and c.event.node == best.event.node
-               and c.strength > best.strength]
+    # An unplaced event cannot be ordered; when it is more decisive than the first placed one
+    # (raw dmesg without a boot anchor, a traceback without timestamps) it tells the story
+    # better, and the confidence says the order is unknown.
+    untimed = [c for c in cands if c.at is None and c.strength > best.strength]
     return max(untimed, key=lambda c: c.strength) if untimed else best
 
 
@@ -168,8 +190,7 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
 def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
                 unknowns: list[str], support: list[Event]) -> float:
     e = best.event
-    conf = BASE_CONFIDENCE.get(best.category, 0.5) * (0.6 + 0.4 * float(e.detail.get("weight", 1.0)
-                                                                            or 1.0))
+    conf = BASE_CONFIDENCE.get(best.category, 0.5) * (0.6 + 0.4 * weight(e))
     sources = {s.locator.path for s in support}
     conf += 0.03 * min(3, len(sources) - 1)
     if e.clock in (Clock.none, Clock.carried) and len({c.category for c in cands}) > 1:
@@ -241,6 +262,9 @@ def diagnose(obs: Observations) -> FailureVerdict:
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
                     obs: Observations, unknowns: list[str]) -> FailureVerdict:
     e = best.event
+    if best.category in JOB_LEVEL:
+        # the scheduler ended the whole job: no node or rank is at fault
+        e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
     rank = _culprit_rank(e, events, obs)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
