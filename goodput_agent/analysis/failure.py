@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.hang import find_stuck_rank
+from goodput_agent.analysis.hang import HangFinding, find_stuck_rank
 from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
 from goodput_agent.events import Clock, Event, EventKind, Role
 
@@ -70,7 +70,7 @@ class Candidate(BaseModel):
 
 def weight(e: Event) -> float:
     """How decisive an event is by its own account (parsers set detail["weight"])."""
-    w = e.detail.get("weight", 1.0)
+    w = e.detail.get("weight", e.detail.get("confidence", 1.0))
     if isinstance(w, str):
         return {"low": 0.4, "medium": 0.7, "high": 1.0}.get(w.lower(), 1.0)
     try:
@@ -90,10 +90,11 @@ def _where(node: str | None, rank: int | None) -> str:
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
     """Give every event its node (via the rank-to-host map) under one spelling of the name."""
-    names = NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())))
+    names = NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
     out = []
     for e in obs.events:
-        node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None)
+        node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None) \
+            or obs.host_aliases.get(_stem(e.locator.path))
         gpu = e.gpu
         if gpu is None and e.rank is not None and e.kind != EventKind.job_state:
             gpu = obs.rank_gpus.get(e.rank)
@@ -102,6 +103,11 @@ def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
             e = e.model_copy(update={"node": node, "gpu": gpu})
         out.append(e)
     return out, names
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.split(".", 1)[0]
 
 
 def last_sign_of_life(obs: Observations, names: NodeNames) -> dict[str, datetime]:
@@ -126,7 +132,8 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
         if not in_window(e.ts, window):
             outside.append(e)
             continue
-        if job_nodes and e.node and e.node not in job_nodes and e.kind != EventKind.job_state:
+        if job_nodes and e.node and e.node not in job_nodes and e.rank is None \
+                and e.kind != EventKind.job_state:
             outside.append(e)
             continue
         at, note = e.ts, None
@@ -135,8 +142,15 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
             note = f"{e.node}'s logs stop at {_fmt(at)}"
         strength = STRENGTH[e.category] * weight(e)
         out.append(Candidate(event=e, at=at, strength=strength, note=note))
+    # A weak CUDA error ("unspecified launch failure") on a GPU that has a hardware fault is
+    # that fault seen from the process: the hardware event tells the story.
+    hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"]
+    out = [c for c in out if not (c.event.kind == EventKind.cuda_error and weight(c.event) < 1
+                                  and any(n == c.event.node and (g is None or c.event.gpu is None
+                                                                 or g == c.event.gpu)
+                                          for n, g in hardware))]
     # A scheduler state that only says "FAILED, exit 1" is the fallback, never a rival of a log
-    # that says why.
+    # that says why (nor of a hang found in the ranks' collective progress).
     specific = [c for c in out if not _generic_state(c.event)]
     if specific:
         out = specific
@@ -159,12 +173,61 @@ def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     t0 = timed[0].at
     assert t0 is not None
     co_first = [c for c in timed if c.at - t0 <= tolerance]  # type: ignore[operator]
-    best = max(co_first, key=lambda c: (c.strength, -c.at.timestamp()))  # type: ignore
+    # equal strength: the event that locates the failure (node, rank) tells more
+    best = max(co_first, key=lambda c: (c.strength, c.event.node is not None,
+                                        c.event.rank is not None, -c.at.timestamp()))  # type: ignore
     # An unplaced event cannot be ordered; when it is more decisive than the first placed one
     # (raw dmesg without a boot anchor, a traceback without timestamps) it tells the story
     # better, and the confidence says the order is unknown.
     untimed = [c for c in cands if c.at is None and c.strength > best.strength]
     return max(untimed, key=lambda c: c.strength) if untimed else best
+
+
+def names_for(obs: Observations) -> NodeNames:
+    return NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
+
+
+def host_of_ip(obs: Observations) -> dict[str, str]:
+    ips: dict[str, str] = {}
+    for facts in obs.facts.values():
+        for host, addrs in (facts.get("host_ips") or {}).items():
+            for ip in addrs:
+                ips.setdefault(ip, host)
+    for alias, node in obs.host_aliases.items():
+        if alias.replace(".", "").isdigit():
+            ips.setdefault(alias, node)
+    return ips
+
+
+def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Event],
+                       obs: Observations, names: NodeNames) -> Candidate:
+    """A link fault is where the link is, not where the error was printed: a NIC/port fault in
+    a node's kernel log wins; else the peer that the most reporters name."""
+    links = [c for c in cands if c.category == "network_fault" and c.event.rank is None
+             and c.event.kind == EventKind.link_down]
+    if links:
+        return min(links, key=lambda c: (c.at is None, c.at or best.at or datetime.max))
+    ips = host_of_ip(obs)
+    votes: dict[str, set[str]] = {}
+    for e in events:
+        peer = str(e.detail.get("peer") or "").split("<")[0].strip("[]")
+        if e.kind == EventKind.ib_error and peer:
+            node = names.canon(ips.get(peer) or (peer if not peer[0].isdigit() else None))
+            if node:
+                votes.setdefault(node, set()).add(e.node or str(e.rank))
+    if not votes:
+        return best
+    peer_node, reporters = max(votes.items(), key=lambda kv: len(kv[1]))
+    lost = [c for c in cands if c.event.node == peer_node
+            and c.category in ("node_failure", "gpu_hardware", "host_oom")]
+    if lost:  # the peer went away (lost node, dead GPU): the IB errors are its symptoms
+        return min(lost, key=lambda c: -c.strength)
+    if len(reporters) < 2 or peer_node == best.event.node:
+        return best
+    note = (f"{len(reporters)} nodes' NCCL NET/IB errors name {peer_node} as the peer; "
+            f"{best.event.node or 'the first reporter'} only reported it")
+    moved = best.event.model_copy(update={"node": peer_node, "rank": None, "gpu": None})
+    return best.model_copy(update={"event": moved, "note": note})
 
 
 def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int | None:
@@ -247,11 +310,13 @@ def diagnose(obs: Observations) -> FailureVerdict:
     unknowns: list[str] = []
     cands = _candidates(events, obs, names, notes)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
-    if cands:
+    specific = [c for c in cands if not _generic_state(c.event)]
+    hang = None if specific else _hang(events, obs)
+    if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
         verdict = _from_candidate(best, cands, events, obs, unknowns)
     else:
-        verdict = _hang_or_unknown(events, obs, unknowns)
+        verdict = _hang_or_unknown(events, obs, unknowns, hang, names)
     verdict.clock_notes = notes
     verdict.timeline = timeline(events)
     _note_missing_sources(verdict, obs)
@@ -261,6 +326,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
 
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
                     obs: Observations, unknowns: list[str]) -> FailureVerdict:
+    if best.category == "network_fault":
+        best = _locate_link_fault(best, cands, events, obs, names_for(obs))
     e = best.event
     if best.category in JOB_LEVEL:
         # the scheduler ended the whole job: no node or rank is at fault
@@ -297,13 +364,16 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
                           primary=e)
 
 
-def _hang_or_unknown(events: list[Event], obs: Observations,
-                     unknowns: list[str]) -> FailureVerdict:
+def _hang(events: list[Event], obs: Observations) -> HangFinding | None:
     all_ranks = set(obs.rank_hosts) | {e.rank for e in events if e.rank is not None}
     world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
     if world:
         all_ranks |= set(range(world))
-    hang = find_stuck_rank(events, all_ranks)
+    return find_stuck_rank(events, all_ranks)
+
+
+def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
+                     hang: HangFinding | None, names: NodeNames) -> FailureVerdict:
     if hang is None:
         failed = [e for e in events if e.kind in (EventKind.job_state, EventKind.step_state,
                                                   EventKind.exit_status)
@@ -314,7 +384,7 @@ def _hang_or_unknown(events: list[Event], obs: Observations,
                               summary="Not enough evidence for a verdict: "
                                       + ("the scheduler reports a failure but no log explains it"
                                          if failed else "no failure evidence in the bundle"))
-    node = obs.rank_hosts.get(hang.rank) if hang.rank is not None else None
+    node = names.canon(obs.rank_hosts.get(hang.rank)) if hang.rank is not None else None
     elastic = [e for e in events if e.kind == EventKind.elastic_failure]
     conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
     alts: list[Alternative] = []

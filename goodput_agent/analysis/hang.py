@@ -85,6 +85,19 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int]) -> HangFinding | N
             evidence=_first_of_others(progress, rank),
             reason=(f"{timed_out} ranks timed out waiting in a collective; rank {rank} printed "
                     "no watchdog line: it never entered the collective the others waited in"))
+    waiting = sorted(r for r, p in progress.items() if p.timed_out)
+    if silent and len(waiting) <= max(1, len(all_ranks) // 10):
+        # the reverse picture: only a few ranks wait, the others never entered that collective
+        # (a barrier or all-reduce inside `if rank == 0`, a rank-local extra collective)
+        rank = waiting[0]
+        return HangFinding(
+            rank=rank, ranks_behind=waiting, strength=0.7 if len(waiting) == 1 else 0.5,
+            timed_out_ranks=timed_out, evidence=progress[rank].events[:2],
+            reason=(f"only rank{'s' if len(waiting) > 1 else ''} "
+                    f"{', '.join(map(str, waiting[:8]))} waited in a collective that the other "
+                    f"{len(silent)} ranks never entered: a collective issued by "
+                    f"{'these ranks' if len(waiting) > 1 else 'that rank'} alone (e.g. a barrier "
+                    "inside `if rank == 0`)"))
     return HangFinding(
         rank=None, strength=0.3, timed_out_ranks=timed_out, ranks_behind=silent,
         evidence=_first_of_others(progress, None),

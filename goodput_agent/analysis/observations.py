@@ -36,6 +36,8 @@ class Observations(BaseModel):
     scheduler_kind: str | None = None  # "slurm" | "kubernetes"
     job_nodes: list[str] = Field(default_factory=list)
     job_id: str | None = None
+    # other names of a node: a pod's name, hostname and IP all mean the node it ran on
+    host_aliases: dict[str, str] = Field(default_factory=dict)
 
 
 def short_name(node: str) -> str:
@@ -48,13 +50,18 @@ def short_name(node: str) -> str:
 class NodeNames:
     """Maps the names different sources use for one node (gpu-03, GPU-03.cluster.local) to one."""
 
-    def __init__(self, preferred: list[str]):
+    def __init__(self, preferred: list[str], aliases: dict[str, str] | None = None):
         self._canon: dict[str, str] = {short_name(n): n for n in preferred}
+        self._alias = {short_name(a): n for a, n in (aliases or {}).items()}
 
     def canon(self, node: str | None) -> str | None:
         if node is None:
             return None
-        return self._canon.setdefault(short_name(node), node)
+        key = short_name(node)
+        if key in self._alias:
+            return self.canon(self._alias[key]) if short_name(self._alias[key]) != key else \
+                self._alias[key]
+        return self._canon.setdefault(key, node)
 
 
 def job_window(obs: Observations) -> tuple[datetime | None, datetime | None]:

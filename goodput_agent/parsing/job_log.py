@@ -239,7 +239,8 @@ def bus_id_to_pci(bus: str) -> str:
 # classification shared with torchelastic.py
 
 _OOM = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|"
-                  r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|Cuda failure 'out of memory'")
+                  r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+                  r"Cuda failure (?:\d+ )?'out of memory'")
 _OOM_TRIED = re.compile(r"Tried to allocate (" + _SIZE + ")")
 _OOM_NEW = re.compile(r"GPU (\d+) has a total capac?ity of (" + _SIZE + r") of which (" + _SIZE
                       + r") is free")
@@ -296,7 +297,7 @@ def oom_summary(d: dict[str, Any]) -> str:
 
 
 _CUDA_ERR = re.compile(r"CUDA error: ([^\n]+?)(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
-                       r"Cuda failure '([^']+)'|(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)|"
+                       r"Cuda failure (?:\d+ )?'([^']+)'|(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)|"
                        r"(cudaError\w+)")
 # (pattern, category, confidence): hardware first; everything else is the application's.
 _CUDA_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -475,6 +476,9 @@ _DUMP_FROM = re.compile(r"collective timeout from\s+(?:rank (?P<rank>\d+)|this l
 _STUCK = re.compile(r"watchdog got stuck for (?P<s>\d+) seconds")
 _NCCL_LINE = re.compile(r"(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
                         r"(?:\S+ )?NCCL (?P<lvl>INFO|WARN|ERROR|TRACE|ABORT)\b ?(?P<msg>.*)")
+# "Bootstrap : Using ib0:10.0.0.5<0>", "NET/Socket : Using [0]eth0:10.0.0.5<0>", "OOB ib0:10.0.0.5<0>"
+_OWN_IP = re.compile(r"(?:Bootstrap : Using|NET/Socket : Using (?:\[\d+\])?|OOB) ?"
+                     r"[\w.\-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+:[0-9a-fA-F:]*)<")
 _COMM_INIT = re.compile(r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)"
                         r"(?: cudaDev (?P<cuda>\d+))?(?: nvmlDev \d+)?"
                         r"(?: busId (?P<bus>[0-9a-fA-F]+))?")
@@ -1016,6 +1020,11 @@ class _FileParser:
                                     self.prefix))
             return True
         if m["lvl"] not in ("WARN", "ERROR", "ABORT"):
+            if ip := _OWN_IP.search(msg):
+                # the host's own address: lets a peer named by IP in an IB error be found
+                ips = self.facts.setdefault("host_ips", {}).setdefault(host, [])
+                if ip["ip"] not in ips:
+                    ips.append(ip["ip"])
             return True
         base = {"host": host, "pid": pid, "device": int(dev)}
         kw = {"host_pid": (host, pid), "node": host}

@@ -486,7 +486,10 @@ def _pod(b: _Builder, base: JsonPath, item: dict[str, Any], masters: set[str]) -
     _pod_conditions(b, base, status, pod)
     return {"name": pod["name"], "namespace": pod["namespace"], "node": pod["node"],
             "phase": status.get("phase"), "reason": status.get("reason"), "rank": rank,
-            "rank_source": rank_source, "gpus": gpus, "containers": containers}
+            "rank_source": rank_source, "gpus": gpus, "containers": containers,
+            # what processes in the pod print as their host (NCCL lines, torchelastic)
+            "hostname": _str(spec.get("hostname")) or None, "pod_ip": _str(status.get("podIP"))
+            or None, "host_ip": _str(status.get("hostIP")) or None}
 
 
 # ------------------------------------------------------------------------------------ nodes
@@ -526,8 +529,28 @@ def _node(b: _Builder, base: JsonPath, item: dict[str, Any]) -> dict[str, Any]:
         b.add(verdict, base + ("status", "conditions", k), summary, node=name,
               ts_value=cond.get("lastTransitionTime") or cond.get("lastHeartbeatTime"),
               detail=detail)
+    gpus = _gpu_shortfall(status)
+    if gpus:
+        capacity, allocatable = gpus
+        # the device plugin withdraws a GPU it marked unhealthy (an Xid it treats as fatal)
+        b.add(Verdict(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware"),
+              base + ("status", "allocatable"),
+              f"node {name} offers {allocatable} of its {capacity} GPUs: the device plugin "
+              "marked a GPU unhealthy", node=name, ts_value=None,
+              detail={"capacity": capacity, "allocatable": allocatable, "weight": 0.6})
     return {"name": name, "ready": ready, "reason": ready_reason, "taints": taint_keys,
-            "unschedulable": bool(spec.get("unschedulable"))}
+            "unschedulable": bool(spec.get("unschedulable")),
+            "gpu_capacity": gpus[0] if gpus else None}
+
+
+def _gpu_shortfall(status: dict[str, Any]) -> tuple[int, int] | None:
+    cap = _dict(status.get("capacity")).get("nvidia.com/gpu")
+    alloc = _dict(status.get("allocatable")).get("nvidia.com/gpu")
+    try:
+        c, a = int(str(cap)), int(str(alloc))
+    except ValueError:
+        return None
+    return (c, a) if a < c else None
 
 
 # ----------------------------------------------------------------------------------- events

@@ -43,6 +43,10 @@ _LOCAL_RANK_DIR = re.compile(r"attempt_\d+/(\d+)/[^/]*$")
 _SIGNAL_MSG = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
 
 
+# TORCHELASTIC_ERROR_FILE named per global rank by the launcher script: error-29.json
+_ERROR_FILE_RANK = re.compile(r"(?:^|/)error[-_.](\d+)\.json$")
+
+
 class ExtraInfo(BaseModel):
     model_config = ConfigDict(extra="allow")
     py_callstack: str | None = None
@@ -147,6 +151,8 @@ class TorchelasticErrorParser:
         if m := _LOCAL_RANK_DIR.search(ctx.rel_path.replace("\\", "/")):
             detail["local_rank"] = int(m[1])
         rank = ctx.rank_hint if ctx.rank_hint is not None else rank_from_filename(ctx.rel_path)
+        if rank is None and (m := _ERROR_FILE_RANK.search(ctx.rel_path)):
+            rank = int(m[1])
         line = _message_line(text, message)
         raw_line = text.splitlines()[line - 1] if text.splitlines() else text
         base = {"ts": ts, "clock": Clock.absolute if ts else Clock.none, "node": ctx.node_hint,

@@ -75,6 +75,7 @@ def observations(outputs: dict[str, object]) -> Observations:
         obs.kernel_log_nodes |= set(facts.get("hosts", []) or [])
     obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
     obs.job_nodes = _job_nodes(obs)
+    obs.host_aliases = _host_aliases(obs)
     if obs.job_id is None:
         obs.job_id = _job_id(obs)
     activity = outputs.get("log_activity")
@@ -97,6 +98,17 @@ def _job_nodes(obs: Observations) -> list[str]:
             if pod.get("node") and pod["node"] not in nodes:
                 nodes.append(pod["node"])
     return nodes
+
+
+def _host_aliases(obs: Observations) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for facts in obs.facts.values():
+        for pod in facts.get("pods", []) or []:
+            if pod.get("node"):
+                for key in ("name", "hostname", "pod_ip"):
+                    if pod.get(key):
+                        aliases[pod[key]] = pod["node"]
+    return aliases
 
 
 def _job_id(obs: Observations) -> str | None:
