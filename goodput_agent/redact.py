@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MASK = "[REDACTED]"
 
@@ -34,3 +35,14 @@ def redact(text: str) -> str:
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
+
+
+def redact_data(value: Any) -> Any:
+    """Every string inside a JSON-like structure, redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from rich.console import Console, Group
 from rich.markup import escape
@@ -12,6 +13,15 @@ from rich.text import Text
 
 from goodput_agent.ledger import InvestigationRecord
 from goodput_agent.report import Report
+
+
+def _clock(iso: str | None) -> str:
+    if not iso:
+        return "—"
+    try:
+        return datetime.fromisoformat(iso).astimezone(UTC).strftime("%m-%d %H:%M:%S.%f")[:-3]
+    except ValueError:
+        return iso[:23]
 
 
 def _conf_style(c: float) -> str:
@@ -46,7 +56,7 @@ def render_report(report: Report, console: Console) -> None:
             t.add_column(col, no_wrap=col != "what")
         for e in report.timeline[:20]:
             style = "bold red" if e.role == "primary" else "dim" if e.role == "context" else ""
-            t.add_row(escape((e.time or "—")[:23]), escape(e.node or "—"),
+            t.add_row(_clock(e.time), escape(e.node or "—"),
                       "—" if e.rank is None else str(e.rank), e.role, escape(e.summary[:120]),
                       style=style)
         console.print(t)

@@ -27,6 +27,7 @@ STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oo
 BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
                    "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
                    "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
 JOB_LEVEL = ("time_limit", "preempted")
 SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
@@ -335,6 +336,10 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     rank = _culprit_rank(e, events, obs)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
+    if _generic_state(e):
+        conf = min(conf, GENERIC_STATE_CONFIDENCE)
+        unknowns.append("only the scheduler's exit status says the application failed; no log "
+                        "line shows why (add the rank logs)")
     gpu = e.gpu or next((s.gpu for s in support if s.gpu), None)
     if gpu is None and rank is not None:
         gpu = obs.rank_gpus.get(rank)

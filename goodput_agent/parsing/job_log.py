@@ -476,7 +476,8 @@ _DUMP_FROM = re.compile(r"collective timeout from\s+(?:rank (?P<rank>\d+)|this l
 _STUCK = re.compile(r"watchdog got stuck for (?P<s>\d+) seconds")
 _NCCL_LINE = re.compile(r"(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
                         r"(?:\S+ )?NCCL (?P<lvl>INFO|WARN|ERROR|TRACE|ABORT)\b ?(?P<msg>.*)")
-# "Bootstrap : Using ib0:10.0.0.5<0>", "NET/Socket : Using [0]eth0:10.0.0.5<0>", "OOB ib0:10.0.0.5<0>"
+# "Bootstrap : Using ib0:10.0.0.5<0>", "NET/Socket : Using [0]eth0:10.0.0.5<0>",
+# "OOB ib0:10.0.0.5<0>"
 _OWN_IP = re.compile(r"(?:Bootstrap : Using|NET/Socket : Using (?:\[\d+\])?|OOB) ?"
                      r"[\w.\-]+:(?P<ip>\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]+:[0-9a-fA-F:]*)<")
 _COMM_INIT = re.compile(r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)"

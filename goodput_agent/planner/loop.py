@@ -16,7 +16,7 @@ from goodput_agent import __version__
 from goodput_agent.events import Event
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import ClaimDraft, Conclusion, Planner, StepResult, ToolCall
-from goodput_agent.redact import redact
+from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, RootCause
 from goodput_agent.toolkit import ToolContext, ToolUnavailable, registry
 
@@ -115,7 +115,8 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
     claim_ids = [_record_claim(ledger, inv_id, w, claim) for claim in c.claims]
     actions = []
     for p in c.proposals:
-        aid = ledger.record_action(inv_id, p.tool, p.args, p.mutating, redact(p.rationale),
+        aid = ledger.record_action(inv_id, p.tool, redact_data(p.args), p.mutating,
+                                   redact(p.rationale),
                                    claim_ids[:1])
         actions.append(ProposedAction(id=aid, tool=p.tool, args=p.args, mutating=p.mutating,
                                       rationale=p.rationale))
@@ -128,6 +129,8 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
         alternatives=c.alternatives, retry=c.retry, actions=actions,
         unread=sorted(unread), unread_reasons=unread, unknowns=c.unknowns,
         timeline=c.timeline, clock=c.clock)
+    # one redaction step over everything the report carries (summaries, timeline, args)
+    report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
     exit_code = 3 if report.root_cause.category == "unknown" else 0
     ledger.record_conclusion(inv_id, report.root_cause.category, report.root_cause.confidence,
                              exit_code, report.to_json())

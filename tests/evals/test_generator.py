@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
+
 from goodput_agent.evals.generator import (
     CATEGORIES,
     EXPECTED_FILE,
@@ -24,7 +25,6 @@ from goodput_agent.evals.generator import (
     render_case,
     tree_digest,
 )
-
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 
 SHIPPED = Path(__file__).resolve().parents[2] / "evals" / "cases"
