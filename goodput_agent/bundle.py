@@ -11,6 +11,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
 
@@ -102,9 +103,13 @@ class Bundle:
             self._store(f, _parse_one(self.root, f, self.inventory.clock))
         return self._parsed.get(f.rel_path)
 
-    def parse_many(self, files: list[BundleFile]) -> list[tuple[BundleFile, ParseResult]]:
-        """Parse files, on every core when they are big enough to be worth it."""
+    def parse_many(self, files: list[BundleFile],
+                   progress: Callable[[int, int], None] | None = None,
+                   ) -> list[tuple[BundleFile, ParseResult]]:
+        """Parse files, on every core when they are big enough to be worth it; `progress` is
+        told (bytes done, bytes total) after each file."""
         todo = [f for f in files if f.rel_path not in self._parsed]
+        total, done = sum(f.size for f in todo), 0
         cores = os.cpu_count() or 1
         if len(todo) > 1 and cores > 1 and sum(f.size for f in todo) > PARALLEL_BYTES:
             todo.sort(key=lambda f: -f.size)  # big files first: better load balance
@@ -113,9 +118,15 @@ class Bundle:
                                    [self.inventory.clock] * len(todo), chunksize=4)
                 for f, outcome in zip(todo, results, strict=True):
                     self._store(f, outcome)
+                    done += f.size
+                    if progress:
+                        progress(done, total)
         else:
             for f in todo:
                 self._store(f, _parse_one(self.root, f, self.inventory.clock))
+                done += f.size
+                if progress:
+                    progress(done, total)
         return [(f, self._parsed[f.rel_path]) for f in files if f.rel_path in self._parsed]
 
     def _store(self, f: BundleFile, outcome: ParseResult | str | None) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -53,13 +55,31 @@ def cli(log_level: str) -> None:
     configure(log_level)
 
 
+@contextmanager
+def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for long scans, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    with Progress("scanning", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("scan", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
 def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool) -> None:
     from goodput_agent.investigate import exit_code, investigate_bundle
     from goodput_agent.ledger import open_ledger
     from goodput_agent.render import render_report
 
-    with open_ledger(ledger_path) as ledger:
-        report = investigate_bundle(bundle, ledger, kind)
+    with open_ledger(ledger_path) as ledger, scan_progress() as progress:
+        report = investigate_bundle(bundle, ledger, kind, progress=progress)
     if as_json:
         click.echo(report.to_json())
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from goodput_agent.bundle import open_bundle
@@ -14,7 +15,8 @@ from goodput_agent.toolkit import ToolContext
 
 
 def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
-                       ignore: tuple[str, ...] = ()) -> Report:
+                       ignore: tuple[str, ...] = (),
+                       progress: Callable[[int, int], None] | None = None) -> Report:
     with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
         chosen = kind or infer_kind(inv)
@@ -23,7 +25,7 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                    "slowdown": "why did training slow down?",
                    "latency": "why did inference latency rise?"}[chosen]
         question = inv.incident.question or default
-        ctx = ToolContext(bundle=bundle)
+        ctx = ToolContext(bundle=bundle, progress=progress)
         # read at the end: files that fail to parse join `unread` during the run
         return run_investigation(
             planner, ctx, ledger, question=question, kind=chosen, target=str(path),

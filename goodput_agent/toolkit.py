@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -29,6 +30,8 @@ class ToolContext:
     """The evidence sources a tool may read. Live sources join here behind the same tools."""
 
     bundle: Bundle | None = None
+    # told (bytes done, bytes total) during long scans; the CLI draws it on a terminal
+    progress: Callable[[int, int], None] | None = None
 
 
 class Tool(ABC, Generic[In, Out]):
@@ -93,7 +96,8 @@ def read_events(ctx: ToolContext, formats: tuple[str, ...], node: str | None = N
     if ctx.bundle is None:
         raise ToolUnavailable("no incident bundle is open")
     out = EventsOutput()
-    for f, result in ctx.bundle.parse_many(ctx.bundle.inventory.of_format(*formats)):
+    for f, result in ctx.bundle.parse_many(ctx.bundle.inventory.of_format(*formats),
+                                               ctx.progress):
         out.files_read.append(f.rel_path)
         out.events.extend(e for e in result.events
                           if (node is None or e.node == node) and (rank is None or e.rank == rank))
