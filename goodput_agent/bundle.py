@@ -20,14 +20,15 @@ from pydantic import BaseModel, Field
 from goodput_agent.errors import BadInput
 from goodput_agent.incident import IncidentSpec, load_incident
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.registry import identify, parsers
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 INCIDENT_NAMES = ("incident.yaml", "incident.yml")
 _YEAR = re.compile(rb"\b(20\d\d)-[01]\d-[0-3]\d")
+SNIFF_BYTES = 16 * 1024  # enough lines to tell every format apart
 PARALLEL_BYTES = 64 * 1024 * 1024  # below this, worker processes cost more than they save
-_RANK_IN_NAME = re.compile(r"(?:^|[._-])rank[_-]?(\d+)(?:[._-]|$)", re.IGNORECASE)
 
 
 class BundleFile(BaseModel):
@@ -60,11 +61,6 @@ def node_hint_for(rel: PurePosixPath) -> str | None:
         if parts[i] == "nodes" and i + 1 < len(parts) - 1:
             return parts[i + 1]
     return None
-
-
-def rank_hint_for(name: str) -> int | None:
-    m = _RANK_IN_NAME.search(name)
-    return int(m.group(1)) if m else None
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -184,6 +180,36 @@ def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
     return Bundle(root, inventory, cleanup)
 
 
+PARALLEL_SNIFF_FILES = 256  # identify files on every core past this many
+
+
+class _Identified(BaseModel):
+    rel_path: str
+    size: int = 0
+    format: str | None = None
+    reason: str | None = None  # why it is unread
+    year: int | None = None
+
+
+def _identify(path: Path, rel: str) -> _Identified:
+    if path.is_symlink():
+        return _Identified(rel_path=rel, reason="symbolic link (not followed)")
+    size = path.stat().st_size
+    if size == 0:
+        return _Identified(rel_path=rel, reason="empty file")
+    raw = read_head(path, SNIFF_BYTES)
+    if not raw:
+        return _Identified(rel_path=rel, size=size,
+                           reason="cannot read (compressed data corrupt?)")
+    parser = identify(raw.decode("utf-8", errors="replace"), path.name)
+    if parser is None:
+        reason = "binary file" if _looks_binary(raw) else "format not recognized"
+        return _Identified(rel_path=rel, size=size, reason=reason)
+    m = _YEAR.search(raw)
+    return _Identified(rel_path=rel, size=size, format=parser.format,
+                       year=int(m.group(1)) if m else None)
+
+
 def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
     """Identify every file; `ignore` names root-level files that are not evidence (answer keys)."""
     inv = Inventory(root=str(root))
@@ -191,34 +217,28 @@ def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
                        and p.relative_to(root).as_posix() not in ignore)
     if not all_files:
         raise BadInput(f"{root}: the bundle is empty (no files found)")
-    years: list[int] = []
+    evidence: list[tuple[Path, str]] = []
     for p in all_files:
-        rel = PurePosixPath(p.relative_to(root).as_posix())
-        rel_s = str(rel)
-        if p.is_symlink():
-            inv.unread.append(Unread(path=rel_s, reason="symbolic link (not followed)"))
+        rel = p.relative_to(root).as_posix()
+        if p.name in INCIDENT_NAMES and "/" not in rel and not p.is_symlink():
+            inv.incident = load_incident(p, rel)
+        else:
+            evidence.append((p, rel))
+    cores = os.cpu_count() or 1
+    if len(evidence) > PARALLEL_SNIFF_FILES and cores > 1:
+        with ProcessPoolExecutor(max_workers=cores) as pool:
+            found = list(pool.map(_identify, *zip(*evidence, strict=True), chunksize=64))
+    else:
+        found = [_identify(p, rel) for p, rel in evidence]
+    years = [f.year for f in found if f.year]
+    for f in found:
+        if f.format is None:
+            inv.unread.append(Unread(path=f.rel_path, reason=f.reason or "not read"))
             continue
-        if p.name in INCIDENT_NAMES and len(rel.parts) == 1:
-            inv.incident = load_incident(p, rel_s)
-            continue
-        size = p.stat().st_size
-        if size == 0:
-            inv.unread.append(Unread(path=rel_s, reason="empty file"))
-            continue
-        raw = read_head(p)
-        if not raw:
-            inv.unread.append(Unread(path=rel_s, reason="cannot read (compressed data corrupt?)"))
-            continue
-        head = raw.decode("utf-8", errors="replace")
-        parser = identify(head, p.name)
-        if parser is None:
-            reason = "binary file" if _looks_binary(raw) else "format not recognized"
-            inv.unread.append(Unread(path=rel_s, reason=reason))
-            continue
-        if (m := _YEAR.search(raw)) is not None:
-            years.append(int(m.group(1)))
-        inv.files.append(BundleFile(rel_path=rel_s, size=size, format=parser.format,
-                                    node_hint=node_hint_for(rel), rank_hint=rank_hint_for(p.name)))
+        rel = PurePosixPath(f.rel_path)
+        inv.files.append(BundleFile(rel_path=f.rel_path, size=f.size, format=f.format,
+                                    node_hint=node_hint_for(rel),
+                                    rank_hint=rank_from_filename(rel.name)))
     inv.clock = _clock_policy(inv.incident, years)
     return inv
 
