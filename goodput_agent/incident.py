@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -26,6 +27,17 @@ class IncidentSpec(BaseModel):
     kind: str | None = None
     baseline: Window | str | None = None
     incident: Window | str | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str | None) -> str | None:
+        if v is not None and v.upper() != "UTC":
+            try:
+                ZoneInfo(v)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {v!r} (use an IANA name such as "
+                                 "America/Chicago)") from None
+        return v
 
     @field_validator("job", mode="before")
     @classmethod

@@ -11,6 +11,15 @@ from pydantic import BaseModel, Field
 from goodput_agent.analysis.failure import FailureVerdict
 from goodput_agent.analysis.xid_catalog import lookup
 
+# External stops: nothing in the job is wrong, so a resume from the checkpoint is the retry.
+RESUMABLE = {
+    "time_limit": ("the job ran out of time, not into an error: resume from the last "
+                   "checkpoint, with a longer limit if it needs one",
+                   "continue where the time limit stopped it"),
+    "preempted": ("preemption is external: a requeue resumes from the last checkpoint",
+                  "the scheduler preempted the job"),
+}
+
 
 class Proposal(BaseModel):
     tool: str
@@ -106,18 +115,10 @@ def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
                           "how": "py-spy dump --pid <rank pid>; enable Flight Recorder "
                                  "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"},
                           rationale="see where the stuck rank waits before rerunning")])
-    if cat == "time_limit":
-        return Remedy(retry_useful=True, why="the job ran out of time, not into an error: resume "
-                      "from the last checkpoint, with a longer limit if it needs one",
-                      proposals=[Proposal(tool="slurm_requeue_job" if scheduler != "kubernetes"
-                                          else "k8s_restart_job_pods", mutating=True,
-                                          args={"job": job, "resume_from_checkpoint": True},
-                                          rationale="continue where the time limit stopped it")])
-    if cat == "preempted":
-        return Remedy(retry_useful=True, why="preemption is external: a requeue resumes from the "
-                      "last checkpoint",
-                      proposals=[Proposal(tool="slurm_requeue_job" if scheduler != "kubernetes"
-                                          else "k8s_restart_job_pods", mutating=True,
-                                          args={"job": job, "resume_from_checkpoint": True},
-                                          rationale="the scheduler preempted the job")])
+    if cat in RESUMABLE:
+        why, rationale = RESUMABLE[cat]
+        tool = "k8s_restart_job_pods" if scheduler == "kubernetes" else "slurm_requeue_job"
+        return Remedy(retry_useful=True, why=why, proposals=[Proposal(
+            tool=tool, mutating=True, rationale=rationale,
+            args={"job": job, "resume_from_checkpoint": True})])
     return Remedy(retry_useful=None, why="the cause is unknown, so whether a retry helps is too")

@@ -1,0 +1,68 @@
+"""Bundles: every file identified by content or listed unread with a reason."""
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from goodput_agent.bundle import node_hint_for, open_bundle, scan
+from goodput_agent.errors import BadInput
+
+
+def test_node_hint_comes_from_the_nearest_nodes_folder() -> None:
+    assert node_hint_for(PurePosixPath("nodes/gpu-03/kern.log")) == "gpu-03"
+    assert node_hint_for(PurePosixPath("x/nodes/gpu-03/logs/dmesg.txt")) == "gpu-03"
+    assert node_hint_for(PurePosixPath("logs/rank3.log")) is None
+
+
+def test_formats_are_identified_by_content_not_name(tmp_path: Path) -> None:
+    (tmp_path / "nodes" / "n1").mkdir(parents=True)
+    (tmp_path / "a.txt").write_text(
+        "JobID|JobName|State|ExitCode\n48213|train|FAILED|1:0\n48213.0|python|FAILED|1:0\n")
+    (tmp_path / "nodes" / "n1" / "b.txt").write_text(
+        "May 01 10:04:12 n1 kernel: NVRM: Xid (PCI:0000:9b:00): 79, pid=1, name=python, "
+        "GPU has fallen off the bus.\nMay 01 10:04:13 n1 kernel: audit: ok\n")
+    (tmp_path / "c.txt").write_text(
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "train.py", line 3, in <module>\n[rank3]: KeyError: \'x\'\n')
+    (tmp_path / "d.dat").write_bytes(bytes(range(256)) * 10)
+    (tmp_path / "e.txt").write_text("just some notes\nnothing else\n")
+    (tmp_path / "empty.log").write_text("")
+    inv = scan(tmp_path)
+    formats = {f.rel_path: f.format for f in inv.files}
+    assert formats == {"a.txt": "sacct_pipe", "nodes/n1/b.txt": "kernel_log",
+                       "c.txt": "job_log"}
+    reasons = {u.path: u.reason for u in inv.unread}
+    assert reasons == {"d.dat": "binary file", "e.txt": "format not recognized",
+                       "empty.log": "empty file"}
+
+
+def test_incident_yaml_sets_the_clock(tmp_path: Path) -> None:
+    (tmp_path / "incident.yaml").write_text(
+        "question: why?\njob: 42\ntimezone: America/Chicago\n"
+        "window: {start: 2023-02-01T10:00:00, end: 2023-02-01T11:00:00}\n")
+    (tmp_path / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    inv = scan(tmp_path)
+    assert inv.incident.job == "42"
+    assert (inv.clock.tz_name, inv.clock.year) == ("America/Chicago", 2023)
+
+
+def test_unknown_time_zone_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "incident.yaml").write_text("timezone: Mars/Olympus\n")
+    (tmp_path / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    with pytest.raises(BadInput, match="incident.yaml.*timezone"):
+        scan(tmp_path)
+
+
+def test_tar_with_a_path_escaping_the_bundle_is_refused(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        data = b"pwned"
+        info = tarfile.TarInfo("../../escaped.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(BadInput, match="evil.tar.gz"):
+        open_bundle(archive)
+    assert not (tmp_path.parent / "escaped.txt").exists()
