@@ -180,7 +180,8 @@ def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     # An unplaced event cannot be ordered; when it is more decisive than the first placed one
     # (raw dmesg without a boot anchor, a traceback without timestamps) it tells the story
     # better, and the confidence says the order is unknown.
-    untimed = [c for c in cands if c.at is None and c.strength > best.strength]
+    untimed = [c for c in cands if c.at is None and c.strength > best.strength
+               and (c.event.node is not None or best.event.node is None)]
     return max(untimed, key=lambda c: c.strength) if untimed else best
 
 
@@ -204,8 +205,10 @@ def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Eve
                        obs: Observations, names: NodeNames) -> Candidate:
     """A link fault is where the link is, not where the error was printed: a NIC/port fault in
     a node's kernel log wins; else the peer that the most reporters name."""
-    links = [c for c in cands if c.category == "network_fault" and c.event.rank is None
-             and c.event.kind == EventKind.link_down]
+    # a fault of the node's own port: a kernel link-down, or a NIC error naming no peer
+    links = [c for c in cands if c.category == "network_fault" and c.event.node and (
+        (c.event.kind == EventKind.link_down and c.event.rank is None)
+        or (c.event.kind == EventKind.ib_error and not c.event.detail.get("peer")))]
     if links:
         return min(links, key=lambda c: (c.at is None, c.at or best.at or datetime.max))
     ips = host_of_ip(obs)
@@ -241,6 +244,12 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
         if e.node == primary.node and e.rank is not None and pid is not None \
                 and str(e.detail.get("pid")) == str(pid):
             return e.rank
+    # the rank that ran on that GPU and failed
+    if primary.gpu:
+        on_gpu = [e for e in events if e.node == primary.node and e.gpu == primary.gpu
+                  and e.rank is not None and e.role == Role.primary]
+        if on_gpu:
+            return on_gpu[0].rank
     # the first rank on that node to fail after it
     after = [e for e in events if e.node == primary.node and e.rank is not None
              and e.role in (Role.primary, Role.symptom)

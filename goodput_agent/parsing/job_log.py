@@ -373,7 +373,15 @@ def classify_exception(exc_type: str, message: str) -> Verdict:
                        {"nccl_code": "ncclInvalidUsage"})
     if short in _COMM_EXC_TYPES or _COMM_MSG.search(text):
         return Verdict(EventKind.python_exception, Role.symptom, None, {"comm_symptom": True})
+    if m := _KILLED_WORKER.search(message):
+        # a worker SIGKILLed from outside (the OOM killer, usually): the kill is the cause
+        return Verdict(EventKind.signal, Role.symptom, "host_oom" if m["sig"] == "Killed"
+                       else None, {"pid": int(m["pid"]), "signal": m["sig"]})
     return Verdict(EventKind.python_exception, Role.primary, "application_error", {})
+
+
+_KILLED_WORKER = re.compile(r"worker \(pid:? ?(?P<pid>\d+)\) (?:is killed|exited unexpectedly) "
+                            r"by signal: (?P<sig>[A-Za-z ]+)")
 
 
 # ---------------------------------------------------------------------------------------------

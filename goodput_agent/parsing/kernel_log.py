@@ -53,7 +53,8 @@ MARKERS: tuple[bytes, ...] = (
     b"NVRM", b"Xid",  # GPU driver, gpud, device plugin (XidCriticalError), NVSwitch SXid
     b"Kill process", b"Killed process", b"oom-kill:", b"invoked oom-killer", b"oom_reaper",
     b"segfault at", b"traps: ",
-    b"Link down", b"link down", b"Link is Down", b"Link is down", b"link status definitely down",
+    b"Link down", b"link down", b"Link DOWN", b"Link is Down", b"Link is down",
+    b"link status definitely down",
     b"Port module event", b"NETDEV WATCHDOG", b"TX timeout on queue", b"health compromised",
     b"PORT_ERR", b"state changed to DOWN",
     b"Kernel panic", b"Hardware Error", b"EDAC", b"blocked for more than", b"soft lockup",
@@ -281,7 +282,8 @@ _IFNAME = re.compile(r"(?:\w+: )?(?P<ifname>[A-Za-z][\w.@-]{0,31}):? ")
 # network interface names (eth0, ens1f0np0, enp65s0, ib0, ibp12s0, bond0, hsn0, ...)
 _NET_IF = re.compile(r"(?:eth|en[opsx]|eno|ib|bond|team|em|p\d+p|hsn|mlx|roce|efa|wan|lan)\w*$")
 _NOT_NIC = ("pcieport", "ahci", "nvme", "xhci_hcd", "ehci", "usb", "ata", "scsi", "sd ")
-_LINK_DOWN = re.compile(r"\b(?:NIC )?[Ll]ink (?:is )?[Dd]own\b|link status definitely down")
+_LINK_DOWN = re.compile(r"\b(?:NIC )?[Ll]ink (?:is )?(?:[Dd]own|DOWN)\b|"
+                        r"link status definitely down")
 _PORT_MODULE = re.compile(r"Port module event(?:\[(?P<sev>\w+)\])?: module (?P<module>\d+), "
                           r"(?P<status>[^,]{1,64})(?:, (?P<err>.{0,120}))?")
 _WATCHDOG = re.compile(r"NETDEV WATCHDOG: (?P<ifname>[^\s:]{1,32}) ?(?:\((?P<drv>[^)]{1,32})\))?:"

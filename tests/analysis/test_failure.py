@@ -106,3 +106,47 @@ def test_unplaced_hardware_event_on_the_same_node_tells_the_story() -> None:
     app = ev(EventKind.cuda_error, Role.primary, "application_error", t=10, node="n1", rank=9)
     v = diagnose(Observations(events=[raw, app]))
     assert v.category == "gpu_hardware" and v.node == "n1"
+
+
+def test_link_fault_is_located_at_the_port_not_at_the_reporter() -> None:
+    reporter = ev(EventKind.ib_error, Role.primary, "network_fault", t=0, node="a", rank=1,
+                  peer="10.0.0.2")
+    port = ev(EventKind.ib_error, Role.primary, "network_fault", t=None, node="b", rank=9,
+              clock=Clock.none)
+    v = diagnose(Observations(events=[reporter, port]))
+    assert v.category == "network_fault" and v.node == "b"
+
+
+def test_peer_named_by_many_reporters_is_the_culprit() -> None:
+    events = [ev(EventKind.ib_error, Role.primary, "network_fault", t=i, node=f"n{i}", rank=i,
+                 peer="10.0.0.7<4242>", path=f"logs/rank{i}.log") for i in range(4)]
+    obs = Observations(events=events, facts={"f": {"host_ips": {"n7": ["10.0.0.7"]}}})
+    v = diagnose(obs)
+    assert (v.category, v.node) == ("network_fault", "n7")
+
+
+def test_peers_of_a_lost_node_report_ib_errors_it_caused() -> None:
+    events = [ev(EventKind.ib_error, Role.primary, "network_fault", t=i, node=f"n{i}", rank=i,
+                 peer="10.0.0.7", path=f"logs/rank{i}.log") for i in range(3)]
+    events.append(ev(EventKind.node_not_ready, Role.primary, "node_failure", t=300, node="n7"))
+    obs = Observations(events=events, facts={"f": {"host_ips": {"n7": ["10.0.0.7"]}}})
+    v = diagnose(obs)
+    assert (v.category, v.node) == ("node_failure", "n7")
+
+
+def test_weak_cuda_error_on_a_gpu_with_an_xid_is_that_xid() -> None:
+    app = ev(EventKind.cuda_error, Role.primary, "application_error", t=0, node="n1", rank=3,
+             clock=Clock.carried, confidence="low")
+    app = app.model_copy(update={"gpu": "0000:2a:00"})
+    xid = ev(EventKind.xid, Role.primary, "gpu_hardware", t=60, node="n1", xid=74)
+    xid = xid.model_copy(update={"gpu": "0000:2a:00"})
+    v = diagnose(Observations(events=[app, xid]))
+    assert (v.category, v.node, v.rank) == ("gpu_hardware", "n1", 3)
+
+
+def test_exit_status_alone_is_a_weak_verdict() -> None:
+    state = ev(EventKind.job_state, Role.primary, "application_error", t=0,
+               path="slurm/sacct.txt", weight="low", state="FAILED")
+    v = diagnose(Observations(events=[state]))
+    assert v.category == "application_error" and v.confidence <= 0.35
+    assert any("exit status" in u for u in v.unknowns)

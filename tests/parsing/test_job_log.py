@@ -828,3 +828,20 @@ def test_every_realworld_file_sniffs_and_parses() -> None:
                    for s in sniffed)
     assert {"C_oom/cads4_torch_oom_fragmentation.log",
             "B_distributed/nccl928_netib_error4_vendor81_acs_gdr.log"} <= sniffed
+
+
+def test_lead_fixes_nccl_cuda_failure_with_code_and_killed_dataloader_worker(tmp_path) -> None:
+    from goodput_agent.parsing.base import ParseContext
+
+    p = tmp_path / "rank7.log"
+    p.write_text(
+        "gpu-09:29787:29787 [7] NCCL INFO Bootstrap : Using ib0:10.0.0.9<0>\n"
+        "gpu-09:29787:29787 [7] include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 10, in <module>\n'
+        "RuntimeError: DataLoader worker (pid 80152) is killed by signal: Killed. \n")
+    r = PARSER.parse(p, ParseContext(rel_path="rank7.log", rank_hint=7))
+    kinds = {(e.kind.value, e.role.value, e.category) for e in r.events}
+    assert ("cuda_oom", "primary", "gpu_oom") in kinds
+    assert ("signal", "symptom", "host_oom") in kinds
+    assert r.facts["host_ips"] == {"gpu-09": ["10.0.0.9"]}

@@ -599,3 +599,15 @@ def test_sniff_real_kernel_logs(rel):
 def test_sniff_real_other_files(rel):
     path = _realworld(rel)
     assert not PARSER.sniff(read_head(path).decode("utf-8", "replace"), path.name)
+
+
+def test_lead_fix_mlx5_port_link_down_uppercase(tmp_path) -> None:
+    from goodput_agent.parsing.base import ParseContext
+
+    p = tmp_path / "kern.log"
+    p.write_text("Oct 21 14:25:49 gpu-node-03 kernel: [3037302.645353] mlx5_core 0000:5e:00.0 "
+                 "mlx5_3: Port: 1 Link DOWN\n"
+                 "Oct 21 14:25:50 gpu-node-03 kernel: audit: nothing\n")
+    r = PARSER.parse(p, ParseContext(rel_path="kern.log"))
+    assert [(e.kind.value, e.node, e.category) for e in r.events] == [
+        ("link_down", "gpu-node-03", "network_fault")]
