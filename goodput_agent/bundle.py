@@ -147,9 +147,9 @@ def _parse_one(root: Path, f: BundleFile, clock: ClockPolicy) -> ParseResult | s
         return parser.parse(root / f.rel_path, ctx)
     except ParseError as exc:
         return str(exc).splitlines()[0] if str(exc) else f"{f.rel_path}: cannot parse"
-    except (OSError, EOFError, UnicodeError, ValueError, KeyError, TypeError, IndexError,
-            AttributeError, RecursionError) as exc:
-        return f"{f.rel_path}: {f.format} parser failed: {exc}".splitlines()[0]
+    except Exception as exc:  # noqa: BLE001 - one odd file must not end the investigation
+        return f"{f.rel_path}: {f.format} parser failed: {type(exc).__name__}: {exc}" \
+            .splitlines()[0][:300]
 
 
 def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:

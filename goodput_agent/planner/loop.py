@@ -46,6 +46,9 @@ def execute(call: ToolCall, ctx: ToolContext, ledger: Ledger, inv_id: str, seq: 
             error = f"timed out after {tool.timeout_s:g} s"
         except ToolUnavailable as exc:
             error = f"unavailable: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a failing tool is a recorded step, not a crash
+            error = f"failed: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            log.warning("tool_failed", tool=call.tool, error=error)
     duration_ms = (time.perf_counter() - t0) * 1000
     out_json = output.model_dump_json() if output is not None else None
     summary = output.summary() if hasattr(output, "summary") else None  # type: ignore[union-attr]

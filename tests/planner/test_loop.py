@@ -101,3 +101,26 @@ def test_evidence_excerpts_are_redacted(tmp_path: Path, demo_bundle: Path) -> No
     assert rec is not None
     blob = report.to_json() + str(rec.evidence)
     assert "hf_abcdefghijklmnopqrstuvwxyz1234" not in blob
+
+
+class _Broken(Tool[_Args, _Args]):
+    name: ClassVar[str] = "fixture_broken"
+    input_model = _Args
+    output_model = _Args
+
+    def run(self, ctx: ToolContext, args: _Args) -> _Args:
+        raise RuntimeError("disk on fire")
+
+
+def test_a_failing_tool_is_a_recorded_step_not_a_crash(tmp_path: Path, monkeypatch,
+                                                       demo_bundle: Path) -> None:
+    monkeypatch.setitem(registry(), "fixture_broken", _Broken())
+    planner = _Scripted([ToolCall(tool="fixture_broken", args={"node": "x"}),
+                         ToolCall(tool="bundle_inventory")])
+    with open_bundle(demo_bundle) as b, Ledger(tmp_path / "l.duckdb") as lg:
+        report = run_investigation(planner, ToolContext(bundle=b), lg, question="q",
+                                   kind="failure", target="t", unread=dict)
+        rec = lg.investigation(report.investigation_id or "")
+    assert rec is not None
+    assert "disk on fire" in rec.tool_calls[0]["error"]
+    assert rec.tool_calls[1]["error"] is None
