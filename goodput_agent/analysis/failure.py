@@ -304,7 +304,9 @@ def _symptom_alternative(events: list[Event], verdict_at: datetime | None,
     nodes = {e.node for e in noisy if e.node}
     after = [e for e in noisy if verdict_at and e.ts and e.ts >= verdict_at]
     timed = [e for e in noisy if e.ts]
-    first = min(timed, key=lambda e: e.ts) if timed else noisy[0]  # type: ignore[arg-type, return-value]
+    # the example shown is a victim elsewhere: that is the symptom being explained away
+    victims = [e for e in timed if e.node != culprit_node] or timed
+    first = min(victims, key=lambda e: e.ts) if victims else noisy[0]  # type: ignore[arg-type, return-value]
     when = (f"all {len(after)} timed ones at or after the first failure"
             if verdict_at and len(after) == len(timed) else f"the first at {_fmt(first.ts)}")
     return Alternative(

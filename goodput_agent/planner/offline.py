@@ -135,7 +135,8 @@ def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str]) 
     verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
                          status="supported" if v.category != "unknown" else "hypothesis",
                          node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence,
-                         contradicting=[e for a in v.alternatives for e in a.evidence][:5])
+                         contradicting=[e for a in v.alternatives for e in a.evidence
+                                        if e not in v.evidence][:5])
     claims = [verdict] + [
         ClaimDraft(statement=f"{a.category}: rejected: {a.why_not}", category=a.category,
                    confidence=a.confidence, status="refuted", node=a.node, rank=a.rank,
