@@ -146,10 +146,16 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
     # A weak CUDA error ("unspecified launch failure") on a GPU that has a hardware fault is
     # that fault seen from the process: the hardware event tells the story.
     hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"]
-    out = [c for c in out if not (c.event.kind == EventKind.cuda_error and weight(c.event) < 1
-                                  and any(n == c.event.node and (g is None or c.event.gpu is None
-                                                                 or g == c.event.gpu)
-                                          for n, g in hardware))]
+
+    def explained(e: Event) -> bool:
+        if e.kind != EventKind.cuda_error or weight(e) >= 1 or not hardware:
+            return False
+        if e.node is None:  # a rank whose host is unknown: one GPU fault can only be that one
+            return len(hardware) == 1
+        return any(n == e.node and (g is None or e.gpu is None or g == e.gpu)
+                   for n, g in hardware)
+
+    out = [c for c in out if not explained(c.event)]
     # A scheduler state that only says "FAILED, exit 1" is the fallback, never a rival of a log
     # that says why (nor of a hang found in the ranks' collective progress).
     specific = [c for c in out if not _generic_state(c.event)]
@@ -168,6 +174,19 @@ def _generic_state(e: Event) -> bool:
 
 
 def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
+    best = _pick_placed(cands, tolerance)
+    # A carried time (a line that inherited the previous line's time) is only a lower bound:
+    # such an event before the first firmly placed one may in truth come after it, so it wins
+    # only if it is the more decisive of the two.
+    firm = [c for c in cands if c.at is not None and c.event.clock != Clock.carried]
+    if best.event.clock == Clock.carried and firm:
+        first_firm = _pick_placed(firm, tolerance)
+        if first_firm.strength > best.strength:
+            best = first_firm
+    return best
+
+
+def _pick_placed(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     timed = sorted((c for c in cands if c.at is not None), key=lambda c: c.at)  # type: ignore
     if not timed:
         return max(cands, key=lambda c: c.strength)
@@ -250,10 +269,19 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
                   and e.rank is not None and e.role == Role.primary]
         if on_gpu:
             return on_gpu[0].rank
-    # the first rank on that node to fail after it
+    # a rank whose host no log names, with a weak CUDA error: the one GPU fault is its cause
+    orphans = {e.rank for e in events if e.kind == EventKind.cuda_error and e.node is None
+               and e.rank is not None and e.role == Role.primary}
+    if len(orphans) == 1 and primary.category == "gpu_hardware":
+        return orphans.pop()
+    # the first rank on that node to fail after it (a carried time is only a lower bound)
     after = [e for e in events if e.node == primary.node and e.rank is not None
              and e.role in (Role.primary, Role.symptom)
-             and (primary.ts is None or e.ts is None or e.ts >= primary.ts - timedelta(seconds=5))]
+             and (primary.ts is None or e.ts is None or e.clock == Clock.carried
+                  or e.ts >= primary.ts - timedelta(seconds=5))]
+    own = [e for e in after if e.role == Role.primary]
+    if own:  # the rank's own error comes before its peers' symptoms
+        return sorted(own, key=Event.sort_key)[0].rank
     if after:
         return sorted(after, key=Event.sort_key)[0].rank
     on_node = sorted(r for r, h in obs.rank_hosts.items() if h == primary.node)
@@ -385,6 +413,8 @@ def _hang(events: list[Event], obs: Observations) -> HangFinding | None:
     world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
     if world:
         all_ranks |= set(range(world))
+    if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
+        all_ranks |= set(range(max(all_ranks) + 1))
     return find_stuck_rank(events, all_ranks)
 
 

@@ -51,7 +51,9 @@ class NodeNames:
     """Maps the names different sources use for one node (gpu-03, GPU-03.cluster.local) to one."""
 
     def __init__(self, preferred: list[str], aliases: dict[str, str] | None = None):
-        self._canon: dict[str, str] = {short_name(n): n for n in preferred}
+        self._canon: dict[str, str] = {}
+        for n in preferred:  # the first spelling wins: the scheduler's names come first
+            self._canon.setdefault(short_name(n), n)
         self._alias = {short_name(a): n for a, n in (aliases or {}).items()}
 
     def canon(self, node: str | None) -> str | None:

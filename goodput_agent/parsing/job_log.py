@@ -719,6 +719,7 @@ class _FileParser:
         self.elastic_hosts: dict[int, str] = {}  # rank -> host from torchelastic summaries
         self.locals_seen: set[int] = set()
         self.labels_are_nodes = False
+        self.srun_task_hosts: dict[int, str] = {}
         self.world: set[int] = set()
         self.facts: dict[str, Any] = {}
         self.watchdog_seen: set[tuple[Any, ...]] = set()
@@ -1167,6 +1168,8 @@ class _FileParser:
         if tasks.isdigit():
             d["task"] = int(tasks)
             kw["prefix"] = LinePrefix(label=int(tasks))
+        for task in _task_ids(tasks):  # srun's task ids on that node ("task 4", "tasks 8-15")
+            self.srun_task_hosts.setdefault(task, node)
         if what == "Out Of Memory":
             self.add(EventKind.cgroup_oom, Role.primary, "host_oom",
                      f"srun: task {tasks} on {node} ran out of memory", d, **kw)
@@ -1294,6 +1297,10 @@ class _FileParser:
             if rank is not None:
                 res.rank_hosts.setdefault(rank, host)
                 res.rank_gpus.setdefault(rank, dev)
+        if not self.labels_are_nodes and self.srun_task_hosts:
+            # srun task ids are ranks only when srun launched one task per rank: a weaker
+            # source than NCCL's own lines, used by the analysis only to fill gaps
+            res.facts["srun_task_hosts"] = {str(k): v for k, v in self.srun_task_hosts.items()}
         for rank, host in self.elastic_hosts.items():
             res.rank_hosts.setdefault(rank, host)  # torchelastic's host is socket.getfqdn()
         for p in self.pending:
@@ -1482,3 +1489,13 @@ class JobLogParser:
 
 
 PARSER = JobLogParser()
+
+
+def _task_ids(text: str, limit: int = 4096) -> list[int]:
+    """srun's task lists: "4", "8-15", "0,2,5-7"."""
+    out: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.extend(range(int(lo), int(hi or lo) + 1)[:limit])
+    return out[:limit]

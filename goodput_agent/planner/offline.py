@@ -64,6 +64,9 @@ def observations(outputs: dict[str, object]) -> Observations:
         for r, g in out.rank_gpus.items():
             obs.rank_gpus.setdefault(r, g)
         obs.facts.update(out.facts)
+    for facts in list(obs.facts.values()):
+        for task, host in (facts.get("srun_task_hosts") or {}).items():
+            obs.rank_hosts.setdefault(int(task), host)  # only where no log named the host
     obs.events.sort(key=Event.sort_key)
     formats = {f.format for f in inv.files}
     obs.scheduler_kind = ("slurm" if formats & SLURM_FORMATS

@@ -150,3 +150,26 @@ def test_exit_status_alone_is_a_weak_verdict() -> None:
     v = diagnose(Observations(events=[state]))
     assert v.category == "application_error" and v.confidence <= 0.35
     assert any("exit status" in u for u in v.unknowns)
+
+
+def test_carried_time_is_a_lower_bound_not_a_first_place() -> None:
+    # the traceback inherited the last training line's time, two minutes before the Xid
+    app = ev(EventKind.cuda_error, Role.primary, "application_error", t=0, rank=17,
+             clock=Clock.carried, confidence="low")
+    xid = ev(EventKind.xid, Role.primary, "gpu_hardware", t=120, node="a03", xid=79)
+    v = diagnose(Observations(events=[app, xid]))
+    assert (v.category, v.node, v.rank) == ("gpu_hardware", "a03", 17)
+
+
+def test_scheduler_spelling_of_a_node_wins_over_an_fqdn() -> None:
+    oom = ev(EventKind.host_oom_kill, Role.primary, "host_oom", t=0,
+             node="gpu-b02.hpc.example.org")
+    v = diagnose(Observations(events=[oom], job_nodes=["gpu-b02"],
+                              rank_hosts={11: "gpu-b02.hpc.example.org"}))
+    assert v.node == "gpu-b02"
+
+
+def test_silent_rank_is_found_without_a_world_size() -> None:
+    events = timeouts([r for r in range(16) if r != 11], t=600, seq=1580)
+    v = diagnose(Observations(events=events))
+    assert (v.category, v.rank) == ("hang", 11)
