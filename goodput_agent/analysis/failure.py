@@ -168,6 +168,34 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
     return out
 
 
+STALL_SLACK = timedelta(minutes=2)  # a collective may start a little before its peer dies
+
+
+def stall_onset(events: list[Event]) -> datetime | None:
+    """When the collectives stopped progressing: a watchdog timeout minus how long it ran."""
+    onsets = []
+    for e in events:
+        ran = e.detail.get("ran_ms") or e.detail.get("timeout_ms")
+        if e.kind == EventKind.nccl_watchdog_timeout and e.ts and isinstance(ran, int | float):
+            onsets.append(e.ts - timedelta(milliseconds=float(ran)))
+    return min(onsets) if onsets else None
+
+
+def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Event],
+                      unknowns: list[str]) -> Candidate:
+    """A failure placed after the collectives had already stalled cannot have caused the
+    stall; an unplaced candidate may have, and is preferred."""
+    onset = stall_onset(events)
+    if onset is None or best.at is None or best.at <= onset + STALL_SLACK:
+        return best
+    untimed = [c for c in cands if c.at is None and c.category != best.category]
+    unknowns.append(f"the collectives had stalled since {_fmt(onset)}, before "
+                    f"{best.event.summary} at {_fmt(best.at)}: that failure may be a consequence")
+    if untimed:
+        return max(untimed, key=lambda c: c.strength)
+    return best.model_copy(update={"strength": best.strength * 0.8})
+
+
 def _generic_state(e: Event) -> bool:
     return e.kind in (EventKind.job_state, EventKind.step_state, EventKind.exit_status) \
         and e.category == "application_error"
@@ -354,6 +382,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     hang = None if specific else _hang(events, obs)
     if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
+        best = _before_the_stall(best, cands, events, unknowns)
         verdict = _from_candidate(best, cands, events, obs, unknowns)
     else:
         verdict = _hang_or_unknown(events, obs, unknowns, hang, names)

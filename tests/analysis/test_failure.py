@@ -173,3 +173,16 @@ def test_silent_rank_is_found_without_a_world_size() -> None:
     events = timeouts([r for r in range(16) if r != 11], t=600, seq=1580)
     v = diagnose(Observations(events=events))
     assert (v.category, v.rank) == ("hang", 11)
+
+
+def test_a_failure_after_the_stall_began_did_not_cause_it() -> None:
+    # every rank's watchdog fired at t=600 after 600 s: the collectives stalled at t=0.
+    # A host OOM at t=620 came after; the unplaced CUDA OOM is the better story.
+    events = [ev(EventKind.nccl_watchdog_timeout, Role.symptom, t=600, rank=r, node="a",
+                 path=f"logs/rank{r}.log", seq_num=9, ran_ms=600016) for r in range(1, 8)]
+    events.append(ev(EventKind.host_oom_kill, Role.primary, "host_oom", t=620, node="b"))
+    events.append(ev(EventKind.cuda_oom, Role.primary, "gpu_oom", t=None, clock=Clock.none,
+                     rank=0, node="a"))
+    v = diagnose(Observations(events=events))
+    assert (v.category, v.rank) == ("gpu_oom", 0)
+    assert any("stalled since" in u for u in v.unknowns)
