@@ -24,6 +24,8 @@ class CaseResult(BaseModel):
     expected_node: str | None
     got_category: str
     got_node: str | None
+    expected_rank: int | None = None
+    got_rank: int | None = None
     confidence: float
     baseline_category: str
     baseline_node: str | None
@@ -44,6 +46,7 @@ class Scores(BaseModel):
     node_accuracy: float = 0.0
     baseline_category_accuracy: float = 0.0
     baseline_node_accuracy: float = 0.0
+    rank_accuracy: float = 0.0  # over the cases whose answer names a rank
     per_category: dict[str, dict[str, float]] = Field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
 
@@ -114,6 +117,7 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
                     case_id=expected.get("case_id", case.name),
                     expected_category=expected["category"], expected_node=expected.get("node"),
                     got_category=report.root_cause.category, got_node=report.root_cause.node,
+                    expected_rank=expected.get("rank"), got_rank=report.root_cause.rank,
                     confidence=report.root_cause.confidence, baseline_category=b_cat,
                     baseline_node=b_node, misleading=bool(expected.get("misleading"))))
         finally:
@@ -130,6 +134,8 @@ def _aggregate(s: Scores) -> None:
                                        for c in s.cases) / n
     s.baseline_node_accuracy = sum(_same_node(c.baseline_node, c.expected_node)
                                    for c in s.cases) / n
+    ranked = [c for c in s.cases if c.expected_rank is not None]
+    s.rank_accuracy = sum(c.got_rank == c.expected_rank for c in ranked) / (len(ranked) or 1)
     for cat in sorted({c.expected_category for c in s.cases}):
         mine = [c for c in s.cases if c.expected_category == cat]
         s.per_category[cat] = {
@@ -153,6 +159,8 @@ def render_scores(s: Scores, console: Console) -> None:
     console.print(t)
     console.print(f"baseline (blame the node with the most error lines): node accuracy "
                   f"{s.baseline_node_accuracy:.0%}")
+    console.print(f"culprit rank accuracy (cases whose answer names a rank): "
+                  f"{s.rank_accuracy:.0%}")
     cats = sorted({k for row in s.confusion.values() for k in row} | set(s.confusion))
     ct = Table(title="Confusion (rows: expected, columns: goodput)")
     ct.add_column("expected")

@@ -411,6 +411,11 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     gpu = e.gpu or next((s.gpu for s in support if s.gpu), None)
     if gpu is None and rank is not None:
         gpu = obs.rank_gpus.get(rank)
+    if rank is None and gpu and e.node:  # the rank that ran on that GPU of that node
+        names = names_for(obs)
+        on_gpu = sorted(r for r, g in obs.rank_gpus.items()
+                        if g == gpu and names.canon(obs.rank_hosts.get(r)) == e.node)
+        rank = on_gpu[0] if len(on_gpu) == 1 else None
     at = f" at {_fmt(best.at)}" if best.at else ""
     summary = f"{e.summary} ({_where(e.node, rank)}{at})"
     if best.note:
