@@ -111,6 +111,16 @@ class LinePrefix:
         return (self.label, self.local, self.rank)
 
 
+# `kubectl logs --timestamps` / the container runtime put an RFC 3339 time before the line
+_RUNTIME_TS = re.compile(
+    r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) ")
+
+
+def _strip_runtime_ts(line: str) -> tuple[str | None, str]:
+    m = _RUNTIME_TS.match(line)
+    return (m[1], line[m.end():]) if m else (None, line)
+
+
 def split_prefix(line: str) -> tuple[LinePrefix, str]:
     """The launcher prefixes of a line, and the rest of it (indentation kept)."""
     m = _PREFIX.match(line)
@@ -732,16 +742,20 @@ class _FileParser:
 
     def feed(self, lineno: int, line: str | None, ts_line: str | None) -> None:
         if ts_line:
+            runtime_ts, ts_line = _strip_runtime_ts(ts_line)
             m = _HEAD_TS.match(split_prefix(ts_line)[1])
-            if m:
-                self.time_src = m["ts"]
+            if m or runtime_ts:
+                self.time_src = m["ts"] if m else runtime_ts
         if line is None:
             return
-        prefix, content = split_prefix(line)
+        runtime_ts, stripped = _strip_runtime_ts(line)
+        prefix, content = split_prefix(stripped)
         m = _HEAD_TS.match(content)
-        self.own_time = m is not None
+        self.own_time = m is not None or runtime_ts is not None
         if m:
             self.time_src = m["ts"]
+        elif runtime_ts:
+            self.time_src = runtime_ts
         self.lineno, self.line, self.prefix = lineno, line, prefix
         self._note_prefix(prefix)
         self._facts(content)

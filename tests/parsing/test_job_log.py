@@ -845,3 +845,18 @@ def test_lead_fixes_nccl_cuda_failure_with_code_and_killed_dataloader_worker(tmp
     assert ("cuda_oom", "primary", "gpu_oom") in kinds
     assert ("signal", "symptom", "host_oom") in kinds
     assert r.facts["host_ips"] == {"gpu-09": ["10.0.0.9"]}
+
+
+def test_lead_fix_kubectl_timestamps_before_rank_prefixes(tmp_path) -> None:
+    from goodput_agent.parsing.base import ParseContext
+
+    p = tmp_path / "worker-14.log"
+    p.write_text(
+        "2024-06-18T03:29:58.649285563Z [default6]:[rank118]: Traceback (most recent call last):\n"
+        '2024-06-18T03:29:58.649325564Z [default6]:[rank118]:   File "t.py", line 3, in f\n'
+        "2024-06-18T03:29:58.649405566Z [default6]:[rank118]: torch.cuda.OutOfMemoryError: CUDA "
+        "out of memory. Tried to allocate 7.82 GiB.\n")
+    r = PARSER.parse(p, ParseContext(rel_path="worker-14.log"))
+    oom = [e for e in r.events if e.kind.value == "cuda_oom"]
+    assert len(oom) == 1 and oom[0].rank == 118
+    assert oom[0].ts is not None and oom[0].ts.microsecond == 649405
