@@ -249,6 +249,7 @@ def _clock_policy(incident: IncidentSpec, years: list[int]) -> ClockPolicy:
         policy.tz_name = incident.timezone
     if incident.window:
         policy.year = incident.window.start.year
+        policy.anchor = incident.window.start
     elif years:
         policy.year = max(set(years), key=years.count)
     return policy

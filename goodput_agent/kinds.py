@@ -9,9 +9,9 @@ from goodput_agent.bundle import Inventory
 _WORDS = {
     "latency": re.compile(r"\b(latenc|ttft|time to first token|p99|p95|slo|queue|serving|"
                           r"inference|throughput drop|tokens/s)", re.I),
-    "slowdown": re.compile(r"\b(slow|slower|step time|regress|mfu|throughput|straggl|stall)", re.I),
-    "failure": re.compile(r"\b(fail|crash|died|dead|abort|hang|hung|killed|oom|error|exit|"
-                          r"timeout|timed out|xid|nccl)", re.I),
+    "slowdown": re.compile(r"\b(slow|slower|step time|regress|mfu|throughput|straggl)", re.I),
+    "failure": re.compile(r"\b(fail|crash|died|dead|abort|hang|hung|stall|stuck|froze|killed|"
+                          r"oom|error|exit|timeout|timed out|xid|nccl)", re.I),
 }
 FAILURE_FORMATS = {"job_log", "kernel_log", "torchelastic_error", "flight_recorder", "sacct_pipe",
                    "sacct_table", "sacct_json", "scontrol_job", "k8s_list"}
@@ -21,10 +21,14 @@ def infer_kind(inv: Inventory) -> str:
     if inv.incident.kind in ("failure", "slowdown", "latency"):
         return inv.incident.kind
     q = inv.incident.question or ""
-    for kind in ("failure", "latency", "slowdown"):
-        if _WORDS[kind].search(q):
-            return kind
     formats = {f.format for f in inv.files}
+    # the question decides, as long as the bundle holds what that question is answered from
+    supported = {"failure": bool(formats & FAILURE_FORMATS),
+                 "slowdown": "kineto_trace" in formats,
+                 "latency": bool(formats & {"openmetrics", "prom_api_json"})}
+    for kind in ("failure", "latency", "slowdown"):
+        if _WORDS[kind].search(q) and supported[kind]:
+            return kind
     if formats & FAILURE_FORMATS:
         return "failure"
     if "kineto_trace" in formats:

@@ -297,6 +297,13 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
                   and e.rank is not None and e.role == Role.primary]
         if on_gpu:
             return on_gpu[0].rank
+    # the rank NCCL placed on that GPU of that node
+    if primary.gpu:
+        names = names_for(obs)
+        placed = sorted(r for r, g in obs.rank_gpus.items()
+                        if g == primary.gpu and names.canon(obs.rank_hosts.get(r)) == primary.node)
+        if len(placed) == 1:
+            return placed[0]
     # a rank whose host no log names, with a weak CUDA error: the one GPU fault is its cause
     orphans = {e.rank for e in events if e.kind == EventKind.cuda_error and e.node is None
                and e.rank is not None and e.role == Role.primary}

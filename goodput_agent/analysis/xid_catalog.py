@@ -112,9 +112,11 @@ _TABLE: list[_Row] = [
      "Drain the GPU and reset it; " + _R_SUPPORT),
     (62, "PMU_HALT_ERROR", "Internal micro-controller halt", "hardware", "RESET_GPU", True, _P,
      _HW, 0.9, _R_RESET),
+    # NVIDIA's bucket is IGNORE (non-fatal): a pending remap, not a failure; context, so an
+    # early Xid 63 never outranks the fault that follows it (Xid 64/48/95 on another GPU)
     (63, "INFOROM_DRAM_RETIREMENT_EVENT",
      "GPU memory remapping event (row remap / page retirement pending)", "hardware", "IGNORE",
-     False, _P, _HW, 0.3,
+     False, Role.context, None, 0.3,
      "A memory row was marked for remapping: reset the GPU at the next idle moment to activate "
      "it, and watch the remapped-row count."),
     (64, "INFOROM_DRAM_RETIREMENT_FAILURE", "GPU memory remapping failure", "hardware",

@@ -147,7 +147,7 @@ def _glog_time(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
     md = m[1]
     month, day = (int(md[:2]), int(md[2:])) if len(md) == 4 else (int(md[0]), int(md[1:]))
     try:
-        naive = datetime(policy.year, month, day, int(m[2]), int(m[3]), int(m[4]),
+        naive = datetime(policy.year_for(month, day), month, day, int(m[2]), int(m[3]), int(m[4]),
                          int((m[5] or "0")[:6].ljust(6, "0")))
     except ValueError:
         return None

@@ -30,6 +30,23 @@ class ClockPolicy(BaseModel):
     def tz(self) -> tzinfo:
         return UTC if self.tz_name.upper() == "UTC" else ZoneInfo(self.tz_name)
 
+    # the incident's own time (window start): a month/day without a year is put in the year
+    # that lands nearest it, so Dec 31 / Jan 1 incidents keep their order
+    anchor: datetime | None = None
+
+    def year_for(self, month: int, day: int) -> int:
+        if self.anchor is None:
+            return self.year
+        ref = self.anchor.replace(tzinfo=None)
+
+        def distance(y: int) -> float:
+            try:
+                return abs((datetime(y, month, day) - ref).total_seconds())
+            except ValueError:  # Feb 29 in a common year
+                return float("inf")
+
+        return min((self.anchor.year - 1, self.anchor.year, self.anchor.year + 1), key=distance)
+
     def localize(self, naive: datetime) -> datetime:
         return naive.replace(tzinfo=self.tz).astimezone(UTC)
 
@@ -85,7 +102,8 @@ def parse_syslog(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | Non
     if not m or m["mon"].lower() not in MONTHS:
         return None
     try:
-        naive = datetime(policy.year, MONTHS[m["mon"].lower()], int(m["d"]), int(m["h"]),
+        month = MONTHS[m["mon"].lower()]
+        naive = datetime(policy.year_for(month, int(m["d"])), month, int(m["d"]), int(m["h"]),
                          int(m["mi"]), int(m["s"]), _micro(m["frac"]))
     except ValueError:
         return None
@@ -109,7 +127,8 @@ def parse_glog(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
     if not m:
         return None
     try:
-        naive = datetime(policy.year, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]),
+        naive = datetime(policy.year_for(int(m["mo"]), int(m["d"])), int(m["mo"]), int(m["d"]),
+                         int(m["h"]), int(m["mi"]),
                          int(m["s"]), _micro(m["frac"]))
     except ValueError:
         return None

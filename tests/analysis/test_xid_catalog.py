@@ -92,8 +92,8 @@ def test_hardware_codes():
         info = lookup(code)
         assert (info.role, info.category, info.fatal) == (Role.primary, "gpu_hardware", True)
     assert lookup(79).action == "RESTART_BM" and lookup(79).weight == 1.0
-    # pending row remap is much weaker evidence than a failed remap
-    assert lookup(63).role == Role.primary and lookup(63).weight < lookup(64).weight / 2
+    # a pending row remap (NVIDIA: IGNORE) is context, not a failure; a failed remap is one
+    assert lookup(63).role == Role.context and lookup(63).weight < lookup(64).weight / 2
     assert lookup(92).role == Role.context  # corrected errors only
     assert lookup(109).origin == "unknown" and lookup(109).weight <= 0.5
 

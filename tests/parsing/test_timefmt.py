@@ -34,3 +34,11 @@ def test_ctime_form_of_dmesg_t() -> None:
 def test_no_time_is_none() -> None:
     assert parse_any("no time on this line", ClockPolicy()) is None
     assert parse_any("2024-13-45T99:00:00 impossible", ClockPolicy()) is None
+
+
+def test_year_is_the_one_nearest_the_incident_at_new_year() -> None:
+    policy = ClockPolicy(year=2024, anchor=datetime(2024, 1, 1, 0, 0, tzinfo=UTC))
+    ts, _ = parse_syslog("Dec 31 23:59:48 gpu-c02 kernel: NVRM: x", policy)
+    assert ts == datetime(2023, 12, 31, 23, 59, 48, tzinfo=UTC)
+    ts, _ = parse_glog("[E0101 00:00:05.000000 1 x.cpp:1]", policy)
+    assert ts == datetime(2024, 1, 1, 0, 0, 5, tzinfo=UTC)
