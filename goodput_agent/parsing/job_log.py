@@ -730,6 +730,7 @@ class _FileParser:
         self.locals_seen: set[int] = set()
         self.labels_are_nodes = False
         self.srun_task_hosts: dict[int, str] = {}
+        self.prefixed = False  # any line carried a rank/launcher prefix
         self.world: set[int] = set()
         self.facts: dict[str, Any] = {}
         self.watchdog_seen: set[tuple[Any, ...]] = set()
@@ -768,6 +769,8 @@ class _FileParser:
         self._match(stream, content)
 
     def _note_prefix(self, p: LinePrefix) -> None:
+        if p != LinePrefix():
+            self.prefixed = True
         if p.local is not None:
             self.locals_seen.add(p.local)
             if p.label is not None:
@@ -1303,7 +1306,11 @@ class _FileParser:
         offsets = _offsets(self.pairs)
         single_node = bool(world_size and self.locals_seen
                            and max(self.locals_seen) + 1 == world_size)
-        resolve = _RankResolver(self.ctx, offsets, single_node, self.labels_are_nodes, pid_rank)
+        # one process's log (no prefixes, one world communicator): its rank is the file's
+        sole = set(pid_rank.values())
+        file_rank = next(iter(sole)) if len(sole) == 1 and not self.prefixed else None
+        resolve = _RankResolver(self.ctx, offsets, single_node, self.labels_are_nodes, pid_rank,
+                                file_rank)
         for prefix, host, pid, dev in sorted(self.prefixed_hosts, key=str):
             rank = resolve.prefix_rank(prefix)
             if rank is None:
@@ -1412,6 +1419,7 @@ class _RankResolver:
     single_node: bool
     labels_are_nodes: bool
     pid_rank: dict[tuple[str, int], int]
+    file_rank: int | None = None
 
     def local_to_global(self, label: int | None, local: int) -> int | None:
         if label in self.offsets:
@@ -1440,7 +1448,7 @@ class _RankResolver:
         if p.host_pid and p.host_pid in self.pid_rank:
             return self.pid_rank[p.host_pid]
         if p.prefix == LinePrefix() and p.local is None:
-            return self.ctx.rank_hint
+            return self.ctx.rank_hint if self.ctx.rank_hint is not None else self.file_rank
         return None
 
 

@@ -860,3 +860,16 @@ def test_lead_fix_kubectl_timestamps_before_rank_prefixes(tmp_path) -> None:
     oom = [e for e in r.events if e.kind.value == "cuda_oom"]
     assert len(oom) == 1 and oom[0].rank == 118
     assert oom[0].ts is not None and oom[0].ts.microsecond == 649405
+
+
+def test_lead_fix_one_process_log_takes_its_communicator_rank(tmp_path) -> None:
+    from goodput_agent.parsing.base import ParseContext
+
+    p = tmp_path / "slurm-51234_13.out"
+    p.write_text(
+        "hpc-gpu05:4013:4013 [5] NCCL INFO comm 0x1 rank 13 nranks 16 cudaDev 5 busId 9b000 "
+        "- Init COMPLETE\n"
+        "Fatal Python error: Segmentation fault\n")
+    r = PARSER.parse(p, ParseContext(rel_path=p.name))
+    seg = [e for e in r.events if e.kind.value == "segfault"]
+    assert seg and (seg[0].rank, seg[0].node) == (13, "hpc-gpu05")
