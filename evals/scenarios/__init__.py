@@ -1,0 +1,1 @@
+"""Hand-built review scenarios (see each module)."""
