@@ -130,7 +130,7 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
     for e in events:
         if e.role != Role.primary or e.category not in FAILURE_CATEGORIES:
             continue
-        if not in_window(e.ts, window):
+        if not in_window(e.ts, window) or _other_job(e, obs):
             outside.append(e)
             continue
         if job_nodes and e.node and e.node not in job_nodes and e.rank is None \
@@ -194,6 +194,14 @@ def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Even
     if untimed:
         return max(untimed, key=lambda c: c.strength)
     return best.model_copy(update={"strength": best.strength * 0.8})
+
+
+def _other_job(e: Event, obs: Observations) -> bool:
+    """An event of another job in the same scheduler output or log file."""
+    if not obs.job_id:
+        return False
+    jid = e.detail.get("job_id") or obs.facts.get(e.locator.path, {}).get("slurm_job_id")
+    return bool(jid) and str(jid).split(".")[0].split("_")[0] != obs.job_id
 
 
 def _generic_state(e: Event) -> bool:
@@ -262,7 +270,8 @@ def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Eve
     votes: dict[str, set[str]] = {}
     for e in events:
         peer = str(e.detail.get("peer") or "").split("<")[0].strip("[]")
-        if e.kind == EventKind.ib_error and peer:
+        if e.kind in (EventKind.ib_error, EventKind.nccl_error) and peer \
+                and e.category == "network_fault":
             node = names.canon(ips.get(peer) or (peer if not peer[0].isdigit() else None))
             if node:
                 votes.setdefault(node, set()).add(e.node or str(e.rank))
@@ -286,20 +295,27 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
         return primary.rank
     if primary.node is None:
         return None
-    pid = primary.detail.get("pid")
-    for e in events:
-        if e.node == primary.node and e.rank is not None and pid is not None \
-                and str(e.detail.get("pid")) == str(pid):
-            return e.rank
-    # the rank that ran on that GPU and failed
+    names = names_for(obs)
+    # 1. the rank that failed on that very GPU (its own error is the most direct evidence)
     if primary.gpu:
         on_gpu = [e for e in events if e.node == primary.node and e.gpu == primary.gpu
                   and e.rank is not None and e.role == Role.primary]
         if on_gpu:
             return on_gpu[0].rank
-    # the rank NCCL placed on that GPU of that node
+    # 2. the rank whose process the kernel named (OOM kill, Xid pid) — NCCL lines give pids
+    pid = primary.detail.get("pid")
+    if pid is not None:
+        for facts in obs.facts.values():
+            for key, rank in (facts.get("rank_pids") or {}).items():
+                host, _, p = key.rpartition(":")
+                if p == str(pid) and names.canon(host) == primary.node:
+                    return int(rank)
+        for e in events:
+            if e.node == primary.node and e.rank is not None \
+                    and str(e.detail.get("pid")) == str(pid):
+                return e.rank
+    # 3. the rank NCCL placed on that GPU of that node
     if primary.gpu:
-        names = names_for(obs)
         placed = sorted(r for r, g in obs.rank_gpus.items()
                         if g == primary.gpu and names.canon(obs.rank_hosts.get(r)) == primary.node)
         if len(placed) == 1:
@@ -317,7 +333,9 @@ def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int
     own = [e for e in after if e.role == Role.primary]
     if own:  # the rank's own error comes before its peers' symptoms
         return sorted(own, key=Event.sort_key)[0].rank
-    if after:
+    if after and primary.category == "gpu_hardware" and primary.kind != EventKind.link_down:
+        # a dead GPU's own rank is usually the first on the node to lose its collectives;
+        # a NIC or an OOM kill names no rank this way
         return sorted(after, key=Event.sort_key)[0].rank
     on_node = sorted(r for r, h in obs.rank_hosts.items() if h == primary.node)
     return on_node[0] if len(on_node) == 1 else None
@@ -415,7 +433,8 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
         conf = min(conf, GENERIC_STATE_CONFIDENCE)
         unknowns.append("only the scheduler's exit status says the application failed; no log "
                         "line shows why (add the rank logs)")
-    gpu = e.gpu or next((s.gpu for s in support if s.gpu), None)
+    gpu = e.gpu or next((s.gpu for s in support if s.gpu and s.rank == rank
+                         and rank is not None), None)
     if gpu is None and rank is not None:
         gpu = obs.rank_gpus.get(rank)
     if rank is None and gpu and e.node:  # the rank that ran on that GPU of that node

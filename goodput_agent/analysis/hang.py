@@ -44,15 +44,25 @@ def _position(e: Event) -> int | None:
     return max(known) if known else None
 
 
+def _waiting_on_work(e: Event) -> bool:
+    """PyTorch 2.1-2.2 wording: "detected by watchdog at work: N, last completed ... : N-1"."""
+    work, done = _int(e.detail.get("work")), _int(e.detail.get("last_completed"))
+    return work is not None and done is not None and work > done
+
+
 def progress_by_rank(events: list[Event]) -> dict[int, RankProgress]:
     out: dict[int, RankProgress] = {}
     for e in events:
         if e.rank is None or e.kind not in (EventKind.nccl_watchdog_timeout,
                                             EventKind.collective_progress):
             continue
+        if e.detail.get("heartbeat"):
+            # "heartbeat monitor timed out / watchdog got stuck": the rank's own process is
+            # stuck, which is what a stuck rank looks like, not a rank waiting for a peer
+            continue
         p = out.setdefault(e.rank, RankProgress(rank=e.rank))
         p.events.append(e)
-        if e.kind == EventKind.nccl_watchdog_timeout:
+        if e.kind == EventKind.nccl_watchdog_timeout or _waiting_on_work(e):
             p.timed_out = True
         pos = _position(e)
         if pos is not None:

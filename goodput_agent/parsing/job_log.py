@@ -512,6 +512,9 @@ _CONN = re.compile(r"Connection reset by peer|Broken pipe|Connection closed by r
                    r"closed by remote|Connection refused|ncclRemoteError|"
                    r"remote process exited or there was a network error")
 _CONN_KEYS = ("onnection", "pipe", "remote")
+_SOCKET_FAIL = re.compile(r"Call to (?:recv|send|connect) (?:from|to) (?P<peer>[0-9a-fA-F.:]+)"
+                          r"(?:<\d+>)? failed ?: ?(?P<why>Connection timed out|No route to host|"
+                          r"Network is unreachable|Host is unreachable)")
 _NCCL_CODES: tuple[tuple[str, re.Pattern[str], Role, str | None], ...] = (
     ("ncclInvalidUsage", re.compile(r"ncclInvalidUsage|invalid usage"), Role.primary,
      "application_error"),
@@ -1057,6 +1060,14 @@ class _FileParser:
         kw = {"host_pid": (host, pid), "node": host}
         if self._ib(msg, base, kw):
             return True
+        if sock := _SOCKET_FAIL.search(msg):
+            # the socket transport could not reach its peer at all: the path is down, not
+            # the peer process gone (that is a reset / closed by peer)
+            self.add(EventKind.nccl_error, Role.primary, "network_fault",
+                     f"NCCL socket to {sock['peer']} failed: {sock['why'].strip()}",
+                     {**base, "peer": sock["peer"], "reason": sock["why"].strip(),
+                      "weight": 0.6}, **kw)
+            return True
         if _CONN.search(msg):
             self._conn(msg, base, kw)
             return True
@@ -1306,6 +1317,8 @@ class _FileParser:
         offsets = _offsets(self.pairs)
         single_node = bool(world_size and self.locals_seen
                            and max(self.locals_seen) + 1 == world_size)
+        if pid_rank:  # lets a kernel OOM kill's pid name its rank
+            res.facts["rank_pids"] = {f"{h}:{pid}": r for (h, pid), r in pid_rank.items()}
         # one process's log (no prefixes, one world communicator): its rank is the file's
         sole = set(pid_rank.values())
         file_rank = next(iter(sole)) if len(sole) == 1 and not self.prefixed else None

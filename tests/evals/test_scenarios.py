@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.evals.scenarios import reviewed_a, reviewed_b
+from goodput_agent.evals.scenarios import reviewed_a, reviewed_b, reviewed_c
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
@@ -32,7 +32,9 @@ def scenarios(tmp_path_factory) -> list[tuple[Path, dict]]:
     root = tmp_path_factory.mktemp("scenarios")
     reviewed_a.render(root / "a")
     reviewed_b.render(root / "b")
+    reviewed_c.render(root / "c")
     bundles = sorted(p for p in (root / "a").iterdir() if p.is_dir())
+    bundles += sorted(p for p in (root / "c").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "b").iterdir() if p.is_dir())
     bundles += sorted((root / "b").glob("*.tar.gz"))
     out = []
@@ -50,7 +52,7 @@ def test_every_scenario_gets_its_category(scenarios) -> None:
              if r["report"].root_cause.category not in
              r["expected"]["category"].rstrip("?").split("|")]
     assert not wrong
-    assert len(scenarios) >= 25
+    assert len(scenarios) >= 40
 
 
 def test_every_locatable_scenario_names_the_node(scenarios) -> None:
@@ -91,3 +93,19 @@ def test_tarball_and_folder_agree(scenarios) -> None:
             (by_name[t].root_cause.category, by_name[t].root_cause.node) == \
             (folder.root_cause.category, folder.root_cause.node)
     assert all(tarfile.is_tarfile(b) for b, _ in scenarios if b.is_file())
+
+
+SECRET_NAMES = re.compile(r"^(\w*(?:KEY|TOKEN|SECRET|PASSWORD)\w*)=(\S{8,})$", re.M)
+
+
+def test_no_planted_secret_reaches_a_report(scenarios) -> None:
+    checked = 0
+    for b, r in scenarios:
+        if b.is_file():
+            continue
+        blob = r["report"].to_json()
+        for env in b.rglob("env*.txt"):
+            for _, value in SECRET_NAMES.findall(env.read_text()):
+                checked += 1
+                assert value not in blob, (b.name, value[:6])
+    assert checked >= 3
