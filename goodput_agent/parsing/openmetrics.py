@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.analysis.xid_catalog import lookup
+from goodput_agent.events import Clock, Event, EventKind, Locator
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.kernel_log import norm_pci
 from goodput_agent.parsing.lines import iter_lines
 
 _SAMPLE = re.compile(
@@ -31,6 +35,42 @@ def _labels(text: str | None) -> dict[str, str]:
     return dict(_LABEL.findall(text or ""))
 
 
+XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"  # DCGM exporter: the last Xid code seen on the GPU
+_HOST_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "instance")
+
+
+class XidSeriesReader:
+    """Turns DCGM's Xid gauge into Xid events: one per GPU each time the code changes to a
+    non-zero value, at the first sample that shows it."""
+
+    def __init__(self, ctx: ParseContext):
+        self.ctx = ctx
+        self.last: dict[str, float] = {}
+        self.events: list[Event] = []
+
+    def sample(self, labels: dict[str, str], value: float, ts: float | None, line: int,
+               text: str) -> None:
+        gpu = norm_pci(labels["pci_bus_id"]) if labels.get("pci_bus_id") else labels.get("gpu")
+        node = next((labels[k].split(":")[0] for k in _HOST_LABELS if labels.get(k)),
+                    self.ctx.node_hint)
+        key = f"{node}/{gpu}"
+        if value == self.last.get(key) or value <= 0:
+            self.last[key] = value
+            return
+        self.last[key] = value
+        if ts is not None and ts > 1e11:
+            ts /= 1000.0
+        info = lookup(int(value))
+        self.events.append(Event(
+            kind=EventKind.xid, role=info.role, category=info.category,
+            ts=datetime.fromtimestamp(ts, UTC) if ts else None,
+            clock=Clock.absolute if ts else Clock.none, node=node, gpu=gpu,
+            summary=f"DCGM reports Xid {int(value)} ({info.name}) on GPU {gpu}",
+            locator=Locator(path=self.ctx.rel_path, line_start=line, line_end=line),
+            excerpt=text[:500], detail={"xid": int(value), "weight": info.weight * 0.9,
+                                        "source": "dcgm-exporter"}))
+
+
 class OpenMetricsParser:
     format = "openmetrics"
 
@@ -44,6 +84,7 @@ class OpenMetricsParser:
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         series: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
+        xids = XidSeriesReader(ctx)
         n = 0
         for n, line in iter_lines(path):  # noqa: B007 - n is the line count afterwards
             if not line or line.startswith("#"):
@@ -57,13 +98,15 @@ class OpenMetricsParser:
             except ValueError:
                 continue
             labels = _labels(m["labels"])
+            if m["name"] == XID_METRIC:
+                xids.sample(labels, value, ts, n, line)
             key = (m["name"], tuple(sorted(labels.items())))
             s = series.setdefault(key, Series(name=m["name"], labels=labels))
             if ts is not None and ts > 1e11:  # Prometheus text format uses milliseconds
                 ts /= 1000.0
             s.points.append((ts if ts is not None else 0.0, value))
         names = sorted({s.name for s in series.values()})
-        return ParseResult(format=self.format, lines_read=n,
+        return ParseResult(format=self.format, lines_read=n, events=xids.events,
                            facts={"metric_names": names, "series": len(series)})
 
 
@@ -81,7 +124,18 @@ class PromApiJsonParser:
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ParseError(f"{ctx.rel_path}: not a Prometheus API response ({exc})") from None
         names = sorted({r.get("metric", {}).get("__name__", "") for r in result} - {""})
-        return ParseResult(format=self.format,
+        xids = XidSeriesReader(ctx)
+        for r in result:
+            labels = {k: str(v) for k, v in (r.get("metric") or {}).items()}
+            if labels.get("__name__") != XID_METRIC:
+                continue
+            points = r.get("values") or ([r["value"]] if r.get("value") else [])
+            for ts, value in points:
+                try:
+                    xids.sample(labels, float(value), float(ts), 1, json.dumps(r["metric"]))
+                except (TypeError, ValueError):
+                    continue
+        return ParseResult(format=self.format, events=xids.events,
                            facts={"metric_names": names, "series": len(result),
                                   "result_type": doc["data"].get("resultType")})
 

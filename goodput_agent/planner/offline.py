@@ -21,7 +21,7 @@ from goodput_agent.toolkit import EventsOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
-                "log_activity"),
+                "gpu_metrics_events", "log_activity"),
     "slowdown": ("bundle_inventory",),
     "latency": ("bundle_inventory",),
 }
@@ -54,7 +54,7 @@ class OfflinePlanner:
 def observations(outputs: dict[str, object]) -> Observations:
     inv: Inventory = outputs["bundle_inventory"]  # type: ignore[assignment]
     obs = Observations(incident=inv.incident, clock=inv.clock, job_id=inv.incident.job)
-    for name in ("scheduler_state", "job_log_events", "kernel_log_events"):
+    for name in ("scheduler_state", "job_log_events", "kernel_log_events", "gpu_metrics_events"):
         out = outputs.get(name)
         if not isinstance(out, EventsOutput):
             continue
