@@ -28,6 +28,8 @@ BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
                    "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
                    "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
 GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
+SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
+                   EventKind.time_limit, EventKind.node_fail)
 JOB_LEVEL = ("time_limit", "preempted")
 SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
@@ -197,7 +199,15 @@ def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Even
 
 
 def _other_job(e: Event, obs: Observations) -> bool:
-    """An event of another job in the same scheduler output or log file."""
+    """An event of another job: another Slurm job id in the same output or log file, an
+    earlier run of a requeued job, or a Kubernetes event about a pod that is not the job's."""
+    pod = e.detail.get("object") if e.detail.get("object_kind") == "Pod" else None
+    if pod and obs.job_pods and pod not in obs.job_pods:
+        return True
+    start = e.detail.get("start")
+    if e.kind in SCHEDULER_KINDS and isinstance(start, str) and obs.latest_run_start \
+            and start < obs.latest_run_start:
+        return True  # superseded by a requeue: the last run is the one that failed
     if not obs.job_id:
         return False
     jid = e.detail.get("job_id") or obs.facts.get(e.locator.path, {}).get("slurm_job_id")
@@ -423,8 +433,9 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     if best.category == "network_fault":
         best = _locate_link_fault(best, cands, events, obs, names_for(obs))
     e = best.event
-    if best.category in JOB_LEVEL:
-        # the scheduler ended the whole job: no node or rank is at fault
+    if best.category in JOB_LEVEL and not e.detail.get("pod"):
+        # the scheduler ended the whole job: no node or rank is at fault (a preempted
+        # Kubernetes pod, though, was on one node)
         e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
     rank = _culprit_rank(e, events, obs)
     support = _support(e, events, rank)
@@ -475,7 +486,7 @@ def _hang(events: list[Event], obs: Observations) -> HangFinding | None:
         all_ranks |= set(range(world))
     if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
         all_ranks |= set(range(max(all_ranks) + 1))
-    return find_stuck_rank(events, all_ranks)
+    return find_stuck_rank(events, all_ranks, obs.rank_hosts)
 
 
 def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
@@ -490,7 +501,7 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
                               summary="Not enough evidence for a verdict: "
                                       + ("the scheduler reports a failure but no log explains it"
                                          if failed else "no failure evidence in the bundle"))
-    node = names.canon(obs.rank_hosts.get(hang.rank)) if hang.rank is not None else None
+    node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
     elastic = [e for e in events if e.kind == EventKind.elastic_failure]
     conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
     alts: list[Alternative] = []

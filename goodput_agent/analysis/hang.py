@@ -21,6 +21,7 @@ class RankProgress(BaseModel):
 
 class HangFinding(BaseModel):
     rank: int | None
+    node: str | None = None  # when the silent ranks are one node's, not one rank
     reason: str
     evidence: list[Event]
     strength: float  # 0..1, how decisive the alignment is
@@ -70,7 +71,8 @@ def progress_by_rank(events: list[Event]) -> dict[int, RankProgress]:
     return out
 
 
-def find_stuck_rank(events: list[Event], all_ranks: set[int]) -> HangFinding | None:
+def find_stuck_rank(events: list[Event], all_ranks: set[int],
+                    rank_hosts: dict[int, str] | None = None) -> HangFinding | None:
     progress = progress_by_rank(events)
     if not any(p.timed_out for p in progress.values()):
         return None
@@ -95,6 +97,15 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int]) -> HangFinding | N
             evidence=_first_of_others(progress, rank),
             reason=(f"{timed_out} ranks timed out waiting in a collective; rank {rank} printed "
                     "no watchdog line: it never entered the collective the others waited in"))
+    hosts = {(rank_hosts or {}).get(r) for r in silent}
+    if len(silent) > 1 and len(hosts) == 1 and None not in hosts and timed_out >= 1:
+        node = next(iter(hosts))
+        return HangFinding(
+            rank=None, node=node, ranks_behind=silent, strength=0.6, timed_out_ranks=timed_out,
+            evidence=_first_of_others(progress, None),
+            reason=(f"{timed_out} ranks timed out waiting in a collective; all {len(silent)} "
+                    f"ranks that printed no watchdog line ran on {node}: the node stopped "
+                    "taking part (its logs, GPU and NIC are where to look)"))
     waiting = sorted(r for r, p in progress.items() if p.timed_out)
     if silent and len(waiting) <= max(1, len(all_ranks) // 10):
         # the reverse picture: only a few ranks wait, the others never entered that collective

@@ -38,6 +38,8 @@ class Observations(BaseModel):
     job_id: str | None = None
     # other names of a node: a pod's name, hostname and IP all mean the node it ran on
     host_aliases: dict[str, str] = Field(default_factory=dict)
+    job_pods: set[str] = Field(default_factory=set)  # the job's pods, when kubectl lists them
+    latest_run_start: str | None = None  # ISO start of the job's last run (requeues)
 
 
 def short_name(node: str) -> str:

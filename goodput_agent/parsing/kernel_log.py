@@ -809,7 +809,7 @@ _SHAPES = (
     re.compile(r"\[\s*\d{1,10}\.\d{3,9}\]\s"),  # dmesg, short-monotonic
     re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2} "
                r"\d{4}\]\s"),  # dmesg -T
-    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2}\s"),  # dmesg iso
+    re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:?\d{2}\s"),  # dmesg iso
     _DECODE,
     re.compile(r"<\d{1,3}>\[\s*\d+\.\d+\]"),
     re.compile(r"\d{1,3},\d+,\d+,[-c+]*;"),  # /dev/kmsg

@@ -79,6 +79,9 @@ def observations(outputs: dict[str, object]) -> Observations:
     obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
     obs.job_nodes = _job_nodes(obs)
     obs.host_aliases = _host_aliases(obs)
+    obs.job_pods = {p["name"] for f in obs.facts.values() for p in f.get("pods", []) or []
+                    if p.get("name")}
+    obs.latest_run_start = _latest_run_start(obs)
     if obs.job_id is None:
         obs.job_id = _job_id(obs)
     activity = outputs.get("log_activity")
@@ -101,6 +104,14 @@ def _job_nodes(obs: Observations) -> list[str]:
             if pod.get("node") and pod["node"] not in nodes:
                 nodes.append(pod["node"])
     return nodes
+
+
+def _latest_run_start(obs: Observations) -> str | None:
+    """The start of the job's last run, when sacct shows it more than once (requeued)."""
+    starts = sorted({str(j["start"]) for f in obs.facts.values() for j in f.get("jobs", []) or []
+                     if j.get("start") and "." not in str(j.get("job_id", ""))
+                     and (not obs.job_id or str(j.get("job_id")).split("_")[0] == obs.job_id)})
+    return starts[-1] if len(starts) > 1 else None
 
 
 def _host_aliases(obs: Observations) -> dict[str, str]:
