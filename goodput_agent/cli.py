@@ -39,6 +39,10 @@ class _Group(click.Group):
             _fail(str(exc))
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except BrokenPipeError:  # `goodput ... | head`: the reader left, which is fine
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:  # a bug of ours: one line, the traceback only on request
             if os.environ.get("GOODPUT_DEBUG"):
                 raise
