@@ -116,7 +116,8 @@ def _stem(path: str) -> str:
 def last_sign_of_life(obs: Observations, names: NodeNames) -> dict[str, datetime]:
     seen: dict[str, datetime] = {}
     for a in obs.activity:
-        node = names.canon(a.node or (obs.rank_hosts.get(a.rank) if a.rank is not None else None))
+        node = names.canon(a.node or (obs.rank_hosts.get(a.rank) if a.rank is not None else None)
+                           or obs.host_aliases.get(_stem(a.path)))
         if node and a.last and (node not in seen or a.last > seen[node]):
             seen[node] = a.last
     return seen
@@ -170,7 +171,10 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
     return out
 
 
-STALL_SLACK = timedelta(minutes=2)  # a collective may start a little before its peer dies
+STALL_SLACK = timedelta(minutes=2)
+# how far a carried time may trail the true one: a traceback printed a few minutes after the
+# last timestamped line is plausible, a quarter of an hour is not
+CARRIED_SLACK = timedelta(minutes=5)  # a collective may start a little before its peer dies
 
 
 def stall_onset(events: list[Event]) -> datetime | None:
@@ -193,9 +197,24 @@ def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Even
     untimed = [c for c in cands if c.at is None and c.category != best.category]
     unknowns.append(f"the collectives had stalled since {_fmt(onset)}, before "
                     f"{best.event.summary} at {_fmt(best.at)}: that failure may be a consequence")
+    early = [c for c in cands if c.at is not None and c.at <= onset + STALL_SLACK]
+    if early:  # placed (if only by a carried time) before the stall: a cause, not an effect
+        return max(early, key=lambda c: (c.strength, -c.at.timestamp()))  # type: ignore
     if untimed:
         return max(untimed, key=lambda c: c.strength)
     return best.model_copy(update={"strength": best.strength * 0.8})
+
+
+def _job_succeeded(events: list[Event], obs: Observations) -> bool:
+    """The job's own (latest run's) scheduler row says COMPLETED 0:0."""
+    rows = [e for e in events if e.kind == EventKind.job_state and not _other_job(e, obs)
+            and "." not in str(e.detail.get("job_id", ""))]
+    if not rows:
+        return False
+    last = max(rows, key=lambda e: str(e.detail.get("start") or ""))
+    state = str(last.detail.get("state", "")).upper()
+    return state.startswith("COMPLETED") and str(last.detail.get("exit_code", "0:0")) in (
+        "0:0", "0", "None")
 
 
 def _other_job(e: Event, obs: Observations) -> bool:
@@ -227,7 +246,8 @@ def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     firm = [c for c in cands if c.at is not None and c.event.clock != Clock.carried]
     if best.event.clock == Clock.carried and firm:
         first_firm = _pick_placed(firm, tolerance)
-        if first_firm.strength > best.strength:
+        close = first_firm.at and best.at and first_firm.at - best.at <= CARRIED_SLACK
+        if first_firm.strength > best.strength and close:
             best = first_firm
     return best
 
@@ -413,6 +433,15 @@ def diagnose(obs: Observations) -> FailureVerdict:
     unknowns: list[str] = []
     cands = _candidates(events, obs, names, notes)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
+    if _job_succeeded(events, obs):
+        seen = [c.event for c in cands]
+        unknowns.append("the scheduler says the job COMPLETED with exit 0:0; errors in its logs "
+                        f"({len(seen)} that could start a failure) did not end it")
+        verdict = FailureVerdict(category="unknown", confidence=0.0, evidence=seen[:3],
+                                 summary="The job completed successfully: there is no failure "
+                                         "to explain")
+        verdict.clock_notes, verdict.timeline, verdict.unknowns = notes, timeline(events), unknowns
+        return verdict
     specific = [c for c in cands if not _generic_state(c.event)]
     hang = None if specific else _hang(events, obs)
     if specific or (cands and hang is None):

@@ -89,6 +89,14 @@ def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
                                     "memory is large",
                           "rank": v.rank, "tried_bytes": d.get("tried_bytes")},
                           rationale="make the failing allocation fit before retrying")])
+    if cat == "host_oom" and p is not None and p.detail.get("shm"):
+        return Remedy(retry_useful=False, why="the DataLoader workers ran out of shared memory "
+                      "(/dev/shm); the same settings fail again",
+                      proposals=[Proposal(tool="config_change", mutating=True, args={
+                          "change": "give the container more /dev/shm (docker --shm-size, or a "
+                                    "Kubernetes emptyDir with medium: Memory mounted at /dev/shm) "
+                                    "or lower DataLoader num_workers", "node": v.node},
+                          rationale="a worker died of SIGBUS on shared memory")])
     if cat == "host_oom":
         return Remedy(retry_useful=False, why="host memory use is unchanged on a retry: raise "
                       "the memory limit or lower host memory use first",

@@ -384,12 +384,19 @@ def classify_exception(exc_type: str, message: str) -> Verdict:
     if short in _COMM_EXC_TYPES or _COMM_MSG.search(text):
         return Verdict(EventKind.python_exception, Role.symptom, None, {"comm_symptom": True})
     if m := _KILLED_WORKER.search(message):
+        if m["sig"].startswith("Bus error") or "shared memory" in message:
+            # a DataLoader worker ran out of /dev/shm (host RAM, capped per container)
+            return Verdict(EventKind.python_exception, Role.primary, "host_oom",
+                           {"pid": int(m["pid"]), "signal": "SIGBUS", "shm": True})
         # a worker SIGKILLed from outside (the OOM killer, usually): the kill is the cause
         return Verdict(EventKind.signal, Role.symptom, "host_oom" if m["sig"] == "Killed"
                        else None, {"pid": int(m["pid"]), "signal": m["sig"]})
     return Verdict(EventKind.python_exception, Role.primary, "application_error", {})
 
 
+# "WARNING ... OOM at micro-batch 16 (CUDA out of memory ...); retrying": caught and handled
+_HANDLED = re.compile(r"\b(?:WARNING|WARN|INFO)\b.*\b(?:retry(?:ing)?|recovered|skipping|"
+                      r"reducing|halving|fallback)\b", re.I)
 _KILLED_WORKER = re.compile(r"worker \(pid:? ?(?P<pid>\d+)\) (?:is killed|exited unexpectedly) "
                             r"by signal: (?P<sig>[A-Za-z ]+)")
 
@@ -1134,6 +1141,9 @@ class _FileParser:
         if not _OOM.search(c):
             return False
         d = oom_detail(c)
+        if _HANDLED.search(c):  # a warning about an OOM the program caught and recovered from
+            self.add(EventKind.cuda_oom, Role.context, None, oom_summary(d) + " (handled)", d)
+            return True
         self.add(EventKind.cuda_oom, Role.primary, "gpu_oom", oom_summary(d), d)
         return True
 

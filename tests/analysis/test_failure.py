@@ -186,3 +186,12 @@ def test_a_failure_after_the_stall_began_did_not_cause_it() -> None:
     v = diagnose(Observations(events=events))
     assert (v.category, v.rank) == ("gpu_oom", 0)
     assert any("stalled since" in u for u in v.unknowns)
+
+
+def test_a_job_that_completed_has_no_failure_to_explain() -> None:
+    done = ev(EventKind.job_state, Role.context, t=900, path="slurm/sacct.txt", job_id="5",
+              state="COMPLETED", exit_code=0, start="2024-05-01T10:00:00")
+    scary = ev(EventKind.cuda_oom, Role.primary, "gpu_oom", t=100, rank=0, node="a")
+    v = diagnose(Observations(events=[done, scary], job_id="5"))
+    assert v.category == "unknown"
+    assert any("COMPLETED" in u for u in v.unknowns)

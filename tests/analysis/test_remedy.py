@@ -47,3 +47,9 @@ def test_external_stops_resume_from_checkpoint(category: str) -> None:
 
 def test_unknown_cause_gives_unknown_retry() -> None:
     assert remedy(verdict("unknown"), None, None).retry_useful is None
+
+
+def test_shared_memory_bus_error_asks_for_more_shm() -> None:
+    r = remedy(verdict("host_oom", shm=True), "kubernetes", "train/x")
+    assert r.retry_useful is False
+    assert "shm" in str(r.proposals[0].args["change"])

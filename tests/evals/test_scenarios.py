@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.evals.scenarios import reviewed_a, reviewed_b, reviewed_c, reviewed_d
+from goodput_agent.evals.scenarios import reviewed_a, reviewed_b, reviewed_c, reviewed_d, reviewed_e
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
@@ -40,9 +40,11 @@ def scenarios(tmp_path_factory) -> list[tuple[Path, dict]]:
     reviewed_b.render(root / "b")
     reviewed_c.render(root / "c")
     reviewed_d.render(root / "d")
+    reviewed_e.render(root / "e")
     bundles = sorted(p for p in (root / "a").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "c").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "d").iterdir() if p.is_dir())
+    bundles += sorted(p for p in (root / "e").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "b").iterdir() if p.is_dir())
     bundles += sorted((root / "b").glob("*.tar.gz"))
     out = []
@@ -62,7 +64,7 @@ def test_every_scenario_gets_its_category(scenarios) -> None:
         if r["report"].root_cause.category not in allowed:
             wrong.append((b.name, r["expected"]["category"], r["report"].root_cause.category))
     assert not wrong
-    assert len(scenarios) >= 55
+    assert len(scenarios) >= 64
 
 
 def test_every_locatable_scenario_names_the_node(scenarios) -> None:
