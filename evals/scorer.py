@@ -105,6 +105,10 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
 
     root = cases_dir or default_cases_dir()
     case_dirs = sorted(p.parent for p in root.glob("*/expected.json"))
+    if not case_dirs:
+        from goodput_agent.errors import BadInput
+
+        raise BadInput(f"{root}: no cases (no */expected.json)")
     scores = Scores()
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "eval.duckdb")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -158,7 +159,11 @@ def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
         raise BadInput(f"{path}: no such file or directory")
     cleanup: Path | None = None
     if path.is_file():
-        if not tarfile.is_tarfile(path):
+        try:
+            is_tar = tarfile.is_tarfile(path)
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise BadInput(f"{path}: cannot read as an archive: {exc}".splitlines()[0]) from None
+        if not is_tar:
             raise BadInput(f"{path}: not a bundle (expected a directory or a .tar.gz of one)")
         cleanup = Path(tempfile.mkdtemp(prefix="goodput-bundle-"))
         try:
@@ -191,10 +196,29 @@ class _Identified(BaseModel):
     year: int | None = None
 
 
+def _walk(root: Path, unreadable: list[str]) -> list[Path]:
+    """Every entry that is not a directory (symlinks, fifos and devices included, so that they
+    are listed), noting folders that cannot be read."""
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root, onerror=lambda e: unreadable.append(e.filename)):
+        base = Path(folder)
+        out.extend(base / f for f in files)
+        out.extend(base / d for d in dirs if (base / d).is_symlink())
+    return out
+
+
 def _identify(path: Path, rel: str) -> _Identified:
     if path.is_symlink():
         return _Identified(rel_path=rel, reason="symbolic link (not followed)")
-    size = path.stat().st_size
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # reading a FIFO would block
+            return _Identified(rel_path=rel, reason="not a regular file (fifo, socket or device)")
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return _Identified(rel_path=rel, reason=f"cannot read: {exc.strerror}")
+    size = st.st_size
     if size == 0:
         return _Identified(rel_path=rel, reason="empty file")
     raw = read_head(path, SNIFF_BYTES)
@@ -203,7 +227,12 @@ def _identify(path: Path, rel: str) -> _Identified:
                            reason="cannot read (compressed data corrupt?)")
     parser = identify(raw.decode("utf-8", errors="replace"), path.name)
     if parser is None:
-        reason = "binary file" if _looks_binary(raw) else "format not recognized"
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            reason = "UTF-16 text (convert it: iconv -f UTF-16 -t UTF-8)"
+        elif raw.startswith((b"\x1f\x8b", b"PK\x03\x04")):
+            reason = "nested archive (not unpacked: unpack it into the bundle)"
+        else:
+            reason = "binary file" if _looks_binary(raw) else "format not recognized"
         return _Identified(rel_path=rel, size=size, reason=reason)
     m = _YEAR.search(raw)
     return _Identified(rel_path=rel, size=size, format=parser.format,
@@ -213,8 +242,11 @@ def _identify(path: Path, rel: str) -> _Identified:
 def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
     """Identify every file; `ignore` names root-level files that are not evidence (answer keys)."""
     inv = Inventory(root=str(root))
-    all_files = sorted(p for p in root.rglob("*") if (p.is_file() or p.is_symlink())
-                       and p.relative_to(root).as_posix() not in ignore)
+    unreadable: list[str] = []
+    all_files = sorted(p for p in _walk(root, unreadable)
+                       if p.relative_to(root).as_posix() not in ignore)
+    inv.unread.extend(Unread(path=str(Path(d).relative_to(root)), reason="cannot read folder")
+                      for d in unreadable)
     if not all_files:
         raise BadInput(f"{root}: the bundle is empty (no files found)")
     evidence: list[tuple[Path, str]] = []

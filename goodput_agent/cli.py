@@ -35,6 +35,8 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own: --help, usage errors (exit 2 with its usage message)
         except BadInput as exc:
             _fail(str(exc))
         except KeyboardInterrupt:

@@ -7,7 +7,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from goodput_agent.errors import BadInput
 
@@ -16,9 +16,18 @@ class Window(BaseModel):
     start: datetime
     end: datetime
 
+    @model_validator(mode="after")
+    def _ordered(self) -> Window:
+        if self.start.tzinfo is None and self.end.tzinfo is not None or \
+                self.start.tzinfo is not None and self.end.tzinfo is None:
+            raise ValueError("start and end must both carry a zone, or neither")
+        if self.end < self.start:
+            raise ValueError("end is before start")
+        return self
+
 
 class IncidentSpec(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="ignore")  # unknown keys are not carried into reports
 
     question: str | None = None
     job: str | None = None
@@ -48,6 +57,10 @@ class IncidentSpec(BaseModel):
 def load_incident(path: Path, rel: str) -> IncidentSpec:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")) or {}
+    except OSError as exc:
+        raise BadInput(f"{rel}: cannot read: {exc.strerror}") from None
+    except RecursionError:
+        raise BadInput(f"{rel}: YAML nests too deeply (a self-referencing anchor?)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -59,4 +72,5 @@ def load_incident(path: Path, rel: str) -> IncidentSpec:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise BadInput(f"{rel}: field '{field}': {first['msg']}") from None
+        msg = str(first['msg']).removeprefix('Value error, ')
+        raise BadInput(f"{rel}: field '{field}': {msg}") from None

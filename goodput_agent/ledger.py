@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -56,6 +57,25 @@ def default_ledger_path() -> Path:
     return Path(base) / "goodput" / "ledger.duckdb"
 
 
+LOCK_WAIT_S = 20.0  # another goodput holds the file: wait this long before giving up
+
+
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """DuckDB allows one writing process per file: wait for a concurrent run to finish."""
+    deadline, delay = time.monotonic() + LOCK_WAIT_S, 0.1
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if "lock" in str(exc).lower():
+                    raise BadInput(f"{path}: the ledger is in use by another goodput process; "
+                                   "retry when it finishes, or use --ledger PATH") from None
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -75,7 +95,7 @@ class Ledger:
         try:
             if not read_only:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            self.con = duckdb.connect(str(path), read_only=read_only)
+            self.con = _connect(path, read_only)
             if not read_only:
                 self.con.execute(_DDL)
                 self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",

@@ -66,3 +66,35 @@ def test_tar_with_a_path_escaping_the_bundle_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="evil.tar.gz"):
         open_bundle(archive)
     assert not (tmp_path.parent / "escaped.txt").exists()
+
+
+def test_fifos_and_unreadable_entries_are_listed_not_read(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "utf16.log").write_bytes("NVRM: Xid 79\n".encode("utf-16"))
+    inv = scan(tmp_path)
+    reasons = {u.path: u.reason for u in inv.unread}
+    assert reasons["pipe"].startswith("not a regular file")
+    assert reasons["utf16.log"].startswith("UTF-16")
+
+
+def test_window_must_end_after_it_starts(tmp_path: Path) -> None:
+    (tmp_path / "incident.yaml").write_text(
+        "window: {start: 2024-05-01T10:35:00Z, end: 2024-05-01T09:50:00Z}\n")
+    (tmp_path / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    with pytest.raises(BadInput, match="end is before start"):
+        scan(tmp_path)
+
+
+def test_truncated_archive_is_bad_input(tmp_path: Path, demo_bundle: Path) -> None:
+    import tarfile
+
+    full = tmp_path / "full.tar.gz"
+    with tarfile.open(full, "w:gz") as tar:
+        tar.add(demo_bundle, arcname="b")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(full.read_bytes()[:100])
+    with pytest.raises(BadInput, match="cut.tar.gz"):
+        open_bundle(cut)

@@ -151,3 +151,13 @@ def test_tools_lists_read_only_tools_with_descriptions() -> None:
 
 def test_schema_is_the_report_model() -> None:
     assert report_json_schema()["properties"]["kind"]["enum"] == ["failure", "slowdown", "latency"]
+
+
+def test_help_and_usage_errors_are_clicks_not_internal_errors() -> None:
+    assert run("investigate", "--help").returncode == 0
+    bad = run("investigate", "--kind", "banana", "x")
+    assert bad.returncode == 2 and "internal error" not in bad.stderr
+
+
+def test_eval_without_cases_is_bad_input(tmp_path: Path) -> None:
+    _one_line_error(run("eval", "--cases", str(tmp_path)), str(tmp_path))
