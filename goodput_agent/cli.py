@@ -119,6 +119,16 @@ def ledger() -> None:
     """Read the evidence ledger: investigations, claims, evidence, tool calls, actions."""
 
 
+def _existing(ledger_path: Path | None) -> Path:
+    """Reading a ledger never creates one."""
+    from goodput_agent.ledger import default_ledger_path
+
+    path = ledger_path or default_ledger_path()
+    if not path.is_file():
+        raise BadInput(f"{path}: no ledger here yet (run `goodput investigate` or `goodput demo`)")
+    return path
+
+
 @ledger.command("list")
 @json_option
 @ledger_option
@@ -128,7 +138,7 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 
     from goodput_agent.ledger import open_ledger
 
-    with open_ledger(ledger_path) as lg:
+    with open_ledger(_existing(ledger_path), read_only=True) as lg:
         rows = lg.investigations()
     if as_json:
         click.echo(json.dumps(rows, default=str, indent=2))
@@ -152,7 +162,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
     from goodput_agent.ledger import open_ledger
     from goodput_agent.render import render_record
 
-    with open_ledger(ledger_path) as lg:
+    with open_ledger(_existing(ledger_path), read_only=True) as lg:
         inv_id = investigation_id or lg.latest_investigation_id()
         rec = lg.investigation(inv_id) if inv_id else None
     if rec is None:
