@@ -22,7 +22,7 @@ from goodput_agent.errors import BadInput
 from goodput_agent.incident import IncidentSpec, load_incident
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
-from goodput_agent.parsing.lines import read_head
+from goodput_agent.parsing.lines import read_head, strip_ansi
 from goodput_agent.parsing.registry import identify, parsers
 from goodput_agent.parsing.timefmt import ClockPolicy
 
@@ -225,7 +225,7 @@ def _identify(path: Path, rel: str) -> _Identified:
     if not raw:
         return _Identified(rel_path=rel, size=size,
                            reason="cannot read (compressed data corrupt?)")
-    parser = identify(raw.decode("utf-8", errors="replace"), path.name)
+    parser = identify(strip_ansi(raw).decode("utf-8", errors="replace"), path.name)
     if parser is None:
         if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
             reason = "UTF-16 text (convert it: iconv -f UTF-16 -t UTF-8)"

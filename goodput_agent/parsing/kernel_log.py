@@ -36,7 +36,7 @@ from typing import Any
 from goodput_agent.analysis.xid_catalog import DISRUPTIVE_RECOVERY, lookup, parse_xid154
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.lines import read_head, scan_lines
+from goodput_agent.parsing.lines import read_head, scan_lines, strip_ansi
 from goodput_agent.parsing.timefmt import (
     ClockPolicy,
     parse_ctime,
@@ -882,7 +882,7 @@ class KernelLogParser:
     def _read_head(path: Path, b: _Builder, policy: ClockPolicy) -> None:
         """Formats, hosts and boot anchors from the first 64 KiB (event lines add their own)."""
         raw = read_head(path)
-        text = raw.decode("utf-8", errors="replace")
+        text = strip_ansi(raw).decode("utf-8", errors="replace")
         lines = text.split("\n")
         if len(raw) >= 64 * 1024:
             lines = lines[:-1]  # possibly cut mid-line

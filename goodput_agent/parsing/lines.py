@@ -7,6 +7,7 @@ lines that contain one of a parser's literal markers, keeping exact 1-based line
 from __future__ import annotations
 
 import gzip
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -20,10 +21,17 @@ def _open(path: Path):
     return path.open("rb")
 
 
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")  # colour and cursor codes (rich, torchrun)
+
+
+def strip_ansi(raw: bytes) -> bytes:
+    return _ANSI.sub(b"", raw) if b"\x1b" in raw else raw
+
+
 def decode(raw: bytes) -> str:
     if len(raw) > MAX_LINE_CHARS:
         raw = raw[:MAX_LINE_CHARS]
-    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    return strip_ansi(raw).decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:

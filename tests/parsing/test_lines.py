@@ -28,3 +28,10 @@ def test_over_long_line_is_cut_not_loaded(tmp_path: Path) -> None:
     assert len(got) == 2
     assert len(got[0][1]) == MAX_LINE_CHARS
     assert got[1] == (2, "second")
+
+
+def test_ansi_colour_codes_are_stripped(tmp_path: Path) -> None:
+    p = tmp_path / "c.log"
+    p.write_bytes(b"\x1b[31mERROR\x1b[0m NCCL WARN x\n\x1b[2Kplain\n")
+    assert list(scan_lines(p, [b"NCCL"])) == [(1, "ERROR NCCL WARN x")]
+    assert [t for _, t in iter_lines(p)] == ["ERROR NCCL WARN x", "plain"]
