@@ -583,9 +583,11 @@ def classify_k8s_event(reason: str, message: str, event_type: str) -> Verdict | 
 def _event_ts(item: dict[str, Any]) -> Any:
     series = _dict(item.get("series"))
     meta = _dict(item.get("metadata"))
-    for value in (item.get("lastTimestamp"), item.get("deprecatedLastTimestamp"),
-                  series.get("lastObservedTime"), item.get("eventTime"),
-                  item.get("firstTimestamp"), item.get("deprecatedFirstTimestamp"),
+    # the first occurrence dates an event: a repeated event (count 40, series) started the
+    # first time it happened, not the fortieth
+    for value in (item.get("firstTimestamp"), item.get("deprecatedFirstTimestamp"),
+                  item.get("eventTime"), item.get("lastTimestamp"),
+                  item.get("deprecatedLastTimestamp"), series.get("lastObservedTime"),
                   meta.get("creationTimestamp")):
         if isinstance(value, str) and value:
             return value

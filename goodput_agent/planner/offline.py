@@ -116,11 +116,13 @@ def _latest_run_start(obs: Observations) -> str | None:
 
 def _host_aliases(obs: Observations) -> dict[str, str]:
     aliases: dict[str, str] = {}
+    # Slurm-on-Kubernetes: when Slurm itself names a pod as a node, that name is the node
+    scheduler_names = set(obs.job_nodes) if obs.scheduler_kind == "slurm" else set()
     for facts in obs.facts.values():
         for pod in facts.get("pods", []) or []:
             if pod.get("node"):
                 for key in ("name", "hostname", "pod_ip"):
-                    if pod.get(key):
+                    if pod.get(key) and pod[key] not in scheduler_names:
                         aliases[pod[key]] = pod["node"]
     return aliases
 
