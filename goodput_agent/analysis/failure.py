@@ -555,6 +555,9 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
 
 
 def _note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
+    if v.node is None and v.rank is not None:
+        v.unknowns.append(f"no file names the host of rank {v.rank} (no NCCL line, torchelastic "
+                          "summary or nodes/<node>/ folder): its node is not known")
     if v.node and obs.kernel_log_nodes is not None and v.node not in obs.kernel_log_nodes:
         v.unknowns.append(f"no kernel log for node {v.node}: GPU Xids and OOM kills there "
                           "cannot be checked")

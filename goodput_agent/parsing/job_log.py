@@ -1347,6 +1347,16 @@ class _FileParser:
             res.facts["srun_task_hosts"] = {str(k): v for k, v in self.srun_task_hosts.items()}
         for rank, host in self.elastic_hosts.items():
             res.rank_hosts.setdefault(rank, host)  # torchelastic's host is socket.getfqdn()
+        if self.labels_are_nodes and self.locals_seen:
+            # srun -l running one torchrun per node: a node task's ranks share its host, so
+            # one rank's known host places the others, also one that never printed a line
+            per_node = max(self.locals_seen) + 1
+            for offset in offsets.values():
+                ranks = range(offset, offset + per_node)
+                hosts = {res.rank_hosts[r] for r in ranks if r in res.rank_hosts}
+                if len(hosts) == 1:
+                    for r in ranks:
+                        res.rank_hosts.setdefault(r, next(iter(hosts)))
         for p in self.pending:
             res.events.append(self._event(p, resolve, res))
         if world_size:

@@ -11,9 +11,8 @@ from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
 ANSWER_KEYS = ("expected.txt",)
-# Known gaps, stated so they cannot pass silently (strict xfail turns a fix into a failure).
-NODE_GAPS = {
-    "b09_hang_srunl_torchrun_tee": "the silent rank's host appears only as an srun node task id",
+# Scenarios whose files do not say the culprit's node: the report must say so, not guess.
+NODE_UNKNOWABLE = {
     "b12_gpu_oom_with_later_host_oom_decoy": "the OOM's one-line file names no host at all",
 }
 # Accepted verdicts other than the reviewer's first choice, with the reason.
@@ -71,17 +70,19 @@ def test_every_locatable_scenario_names_the_node(scenarios) -> None:
     wrong = []
     for b, r in scenarios:
         node = r["expected"].get("node")
-        if node in (None, "-") or b.name in NODE_GAPS:
+        if node in (None, "-") or b.name in NODE_UNKNOWABLE:
             continue
         if r["report"].root_cause.node != node:
             wrong.append((b.name, node, r["report"].root_cause.node))
     assert not wrong
 
 
-@pytest.mark.xfail(strict=True, reason="; ".join(NODE_GAPS.values()))
-def test_known_node_gaps(scenarios) -> None:
-    got = {b.name: r["report"].root_cause.node for b, r in scenarios if b.name in NODE_GAPS}
-    assert all(got[name] is not None for name in NODE_GAPS)
+def test_an_unknowable_node_is_stated_not_guessed(scenarios) -> None:
+    reports = {b.name: r["report"] for b, r in scenarios if b.name in NODE_UNKNOWABLE}
+    assert set(reports) == set(NODE_UNKNOWABLE)
+    for report in reports.values():
+        assert report.root_cause.node is None
+        assert any("names the host of rank" in u for u in report.unknowns)
 
 
 def test_ranks_where_the_answer_names_one(scenarios) -> None:
