@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goodput_agent.analysis.observations import short_name
+from goodput_agent.errors import BadInput
 
 ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")
@@ -106,8 +107,6 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
     root = cases_dir or default_cases_dir()
     case_dirs = sorted(p.parent for p in root.glob("*/expected.json"))
     if not case_dirs:
-        from goodput_agent.errors import BadInput
-
         raise BadInput(f"{root}: no cases (no */expected.json)")
     scores = Scores()
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from goodput_agent.bundle import Inventory
+from goodput_agent.parsing.registry import FAILURE_FORMATS, METRICS_FORMATS
 
 _WORDS = {
     "latency": re.compile(r"\b(latenc|ttft|time to first token|p99|p95|slo|queue|serving|"
@@ -13,8 +14,6 @@ _WORDS = {
     "failure": re.compile(r"\b(fail|crash|died|dead|abort|hang|hung|stall|stuck|froze|killed|"
                           r"oom|error|exit|timeout|timed out|xid|nccl)", re.I),
 }
-FAILURE_FORMATS = {"job_log", "kernel_log", "torchelastic_error", "flight_recorder", "sacct_pipe",
-                   "sacct_table", "sacct_json", "scontrol_job", "k8s_list"}
 
 
 def infer_kind(inv: Inventory) -> str:
@@ -25,7 +24,7 @@ def infer_kind(inv: Inventory) -> str:
     # the question decides, as long as the bundle holds what that question is answered from
     supported = {"failure": bool(formats & FAILURE_FORMATS),
                  "slowdown": "kineto_trace" in formats,
-                 "latency": bool(formats & {"openmetrics", "prom_api_json"})}
+                 "latency": bool(formats & METRICS_FORMATS)}
     for kind in ("failure", "latency", "slowdown"):
         if _WORDS[kind].search(q) and supported[kind]:
             return kind
@@ -33,6 +32,6 @@ def infer_kind(inv: Inventory) -> str:
         return "failure"
     if "kineto_trace" in formats:
         return "slowdown"
-    if formats & {"openmetrics", "prom_api_json"}:
+    if formats & METRICS_FORMATS:
         return "latency"
     return "failure"

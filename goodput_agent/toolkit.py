@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -91,7 +91,7 @@ class EventsOutput(BaseModel):
         return {"files": len(self.files_read), "events": len(self.events), "by_kind": kinds}
 
 
-def read_events(ctx: ToolContext, formats: tuple[str, ...], node: str | None = None,
+def read_events(ctx: ToolContext, formats: Collection[str], node: str | None = None,
                 rank: int | None = None) -> EventsOutput:
     if ctx.bundle is None:
         raise ToolUnavailable("no incident bundle is open")

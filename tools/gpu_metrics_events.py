@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from goodput_agent.parsing.registry import METRICS_FORMATS
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
 
 
@@ -17,7 +18,7 @@ class GpuMetricsEventsTool(Tool[GpuMetricsInput, EventsOutput]):
     output_model = EventsOutput
 
     def run(self, ctx: ToolContext, args: GpuMetricsInput) -> EventsOutput:
-        return read_events(ctx, ("openmetrics", "prom_api_json"), node=args.node)
+        return read_events(ctx, METRICS_FORMATS, node=args.node)
 
 
 TOOL = GpuMetricsEventsTool()

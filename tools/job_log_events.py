@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from goodput_agent.parsing.registry import JOB_LOG_FORMATS
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
-
-JOB_LOG_FORMATS = ("job_log", "torchelastic_error", "flight_recorder")
 
 
 class JobLogInput(BaseModel):

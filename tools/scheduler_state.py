@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from goodput_agent.parsing.registry import SCHEDULER_FORMATS
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
-
-SCHEDULER_FORMATS = ("sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json",
-                     "scontrol_job", "scontrol_node", "sinfo_reasons", "sinfo", "k8s_list")
 
 
 class SchedulerInput(BaseModel):

@@ -93,7 +93,7 @@ def _where(node: str | None, rank: int | None) -> str:
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
     """Give every event its node (via the rank-to-host map) under one spelling of the name."""
-    names = NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
+    names = names_for(obs)
     out = []
     for e in obs.events:
         node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None) \
@@ -320,12 +320,12 @@ def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Eve
     return best.model_copy(update={"event": moved, "note": note})
 
 
-def _culprit_rank(primary: Event, events: list[Event], obs: Observations) -> int | None:
+def _culprit_rank(primary: Event, events: list[Event], obs: Observations,
+                  names: NodeNames) -> int | None:
     if primary.rank is not None:
         return primary.rank
     if primary.node is None:
         return None
-    names = names_for(obs)
     # 1. the rank that failed on that very GPU (its own error is the most direct evidence)
     if primary.gpu:
         on_gpu = [e for e in events if e.node == primary.node and e.gpu == primary.gpu
@@ -447,7 +447,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
         best = _before_the_stall(best, cands, events, unknowns)
-        verdict = _from_candidate(best, cands, events, obs, unknowns)
+        verdict = _from_candidate(best, cands, events, obs, unknowns, names)
     else:
         verdict = _hang_or_unknown(events, obs, unknowns, hang, names)
     verdict.clock_notes = notes
@@ -458,15 +458,15 @@ def diagnose(obs: Observations) -> FailureVerdict:
 
 
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
-                    obs: Observations, unknowns: list[str]) -> FailureVerdict:
+                    obs: Observations, unknowns: list[str], names: NodeNames) -> FailureVerdict:
     if best.category == "network_fault":
-        best = _locate_link_fault(best, cands, events, obs, names_for(obs))
+        best = _locate_link_fault(best, cands, events, obs, names)
     e = best.event
     if best.category in JOB_LEVEL and not e.detail.get("pod"):
         # the scheduler ended the whole job: no node or rank is at fault (a preempted
         # Kubernetes pod, though, was on one node)
         e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
-    rank = _culprit_rank(e, events, obs)
+    rank = _culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
     if _generic_state(e):
@@ -478,7 +478,6 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     if gpu is None and rank is not None:
         gpu = obs.rank_gpus.get(rank)
     if rank is None and gpu and e.node:  # the rank that ran on that GPU of that node
-        names = names_for(obs)
         on_gpu = sorted(r for r, g in obs.rank_gpus.items()
                         if g == gpu and names.canon(obs.rank_hosts.get(r)) == e.node)
         rank = on_gpu[0] if len(on_gpu) == 1 else None

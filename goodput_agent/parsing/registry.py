@@ -9,6 +9,15 @@ from functools import cache
 
 from goodput_agent.parsing.base import Parser
 
+# Format groups that tools and the planner select by (one list, next to the parsers).
+SLURM_FORMATS = frozenset({"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json",
+                           "scontrol_job", "scontrol_node", "sinfo_reasons", "sinfo"})
+KUBERNETES_FORMATS = frozenset({"k8s_list"})
+SCHEDULER_FORMATS = SLURM_FORMATS | KUBERNETES_FORMATS
+JOB_LOG_FORMATS = frozenset({"job_log", "torchelastic_error", "flight_recorder"})
+METRICS_FORMATS = frozenset({"openmetrics", "prom_api_json"})
+FAILURE_FORMATS = SCHEDULER_FORMATS | JOB_LOG_FORMATS | {"kernel_log"}
+
 
 @cache
 def parsers() -> tuple[Parser, ...]:

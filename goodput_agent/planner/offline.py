@@ -9,6 +9,7 @@ from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.analysis.remedy import remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
+from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
 from goodput_agent.planner.base import (
     ClaimDraft,
     Conclusion,
@@ -25,8 +26,6 @@ PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "slowdown": ("bundle_inventory",),
     "latency": ("bundle_inventory",),
 }
-SLURM_FORMATS = {"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json", "scontrol_job",
-                 "scontrol_node", "sinfo_reasons", "sinfo"}
 
 
 class OfflinePlanner:
@@ -70,7 +69,7 @@ def observations(outputs: dict[str, object]) -> Observations:
     obs.events.sort(key=Event.sort_key)
     formats = {f.format for f in inv.files}
     obs.scheduler_kind = ("slurm" if formats & SLURM_FORMATS
-                          else "kubernetes" if "k8s_list" in formats else None)
+                          else "kubernetes" if formats & KUBERNETES_FORMATS else None)
     obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
                             {f.rel_path for f in inv.of_format("kernel_log")}}
     obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
