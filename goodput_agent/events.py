@@ -56,6 +56,9 @@ class EventKind(StrEnum):
     # torchelastic / flight recorder
     elastic_failure = "elastic_failure"
     collective_progress = "collective_progress"
+    # profiler traces and metric series (the slowdown and latency questions)
+    trace_span = "trace_span"
+    metric_series = "metric_series"
     # anything else worth keeping
     other = "other"
 
@@ -69,13 +72,17 @@ class Role(StrEnum):
 
 
 class Locator(BaseModel):
-    """Where in the evidence an event came from: a file and its lines."""
+    """Where in the evidence an event came from: a file and its lines, or a trace and its span
+    (a metric and its time range), for evidence that has no lines."""
 
     path: str  # relative to the bundle root
-    line_start: int  # 1-based
+    line_start: int  # 1-based; 0 for evidence located by `span`
     line_end: int
+    span: str | None = None  # "step 12: ncclDevKernel_AllReduce @ 1234.5 us, 870 us"
 
     def __str__(self) -> str:
+        if self.span is not None:
+            return f"{self.path} [{self.span}]"
         if self.line_start == self.line_end:
             return f"{self.path}:{self.line_start}"
         return f"{self.path}:{self.line_start}-{self.line_end}"

@@ -1,0 +1,72 @@
+"""Interval arithmetic on one clock: the mechanics every timeline analysis shares.
+
+An interval list is a list of (start, end) pairs; `union` returns it sorted and disjoint, and
+every other function expects disjoint sorted input and returns the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+Intervals = list[tuple[float, float]]
+
+
+def union(spans: Iterable[tuple[float, float]]) -> Intervals:
+    out: Intervals = []
+    for s, e in sorted(spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def total(spans: Intervals) -> float:
+    return sum(e - s for s, e in spans)
+
+
+def clip(spans: Intervals, lo: float, hi: float) -> Intervals:
+    return [(max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi]
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    out: Intervals = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if s < e:
+            out.append((s, e))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """The parts of `a` not covered by `b`."""
+    out: Intervals = []
+    j = 0
+    for s, e in a:
+        cur = s
+        while j < len(b) and b[j][1] <= cur:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cur:
+                out.append((cur, b[k][0]))
+            cur = max(cur, b[k][1])
+            if cur >= e:
+                break
+            k += 1
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
+def gaps(spans: Intervals, lo: float, hi: float) -> Intervals:
+    """The parts of [lo, hi) that `spans` leaves uncovered."""
+    return subtract([(lo, hi)], clip(spans, lo, hi)) if hi > lo else []

@@ -1,0 +1,1 @@
+"""Metric series from files or a live Prometheus, behind one interface."""
