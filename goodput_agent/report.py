@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from goodput_agent.analysis.slowdown_model import Breakdown
+
 SCHEMA_ID = "goodput.report/v1"
 
 Kind = Literal["failure", "slowdown", "latency"]
@@ -96,6 +98,12 @@ class Report(BaseModel):
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     clock: ClockNote | None = None
+    # the slowdown question: per run and rank, the median step and its split on one clock
+    breakdown: Breakdown | None = None
+    # the latency question: windows compared and the numbers per window
+    latency: dict[str, Any] | None = None
+    # pictures written next to the report (SVG), absolute paths
+    pictures: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.analysis.slowdown_model import Breakdown
 from goodput_agent.events import Event
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 
@@ -53,6 +54,8 @@ class Conclusion(BaseModel):
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     clock: ClockNote | None = None
+    breakdown: Breakdown | None = None
+    latency: dict[str, Any] | None = None
 
 
 class Planner(Protocol):
