@@ -128,11 +128,11 @@ class Bundle:
 
     def _store(self, f: BundleFile, outcome: ParseResult | str | None) -> None:
         if isinstance(outcome, str):
-            self._mark_unread(f, outcome)
+            self.mark_unread(f, outcome)
         elif outcome is not None:
             self._parsed[f.rel_path] = outcome
 
-    def _mark_unread(self, f: BundleFile, reason: str) -> None:
+    def mark_unread(self, f: BundleFile, reason: str) -> None:
         self.inventory.files = [x for x in self.inventory.files if x.rel_path != f.rel_path]
         self.inventory.unread.append(Unread(path=f.rel_path, reason=reason))
 

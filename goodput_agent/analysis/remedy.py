@@ -34,9 +34,8 @@ class Remedy(BaseModel):
     proposals: list[Proposal] = Field(default_factory=list)
 
 
-def _isolate_node(v: FailureVerdict, scheduler: str | None, job: str | None, reason: str) -> list[
-        Proposal]:
-    node = v.node
+def isolate_node(node: str | None, scheduler: str | None, job: str | None,
+                 reason: str) -> list[Proposal]:
     if node is None:
         return []
     if scheduler == "kubernetes":
@@ -59,7 +58,7 @@ def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
         info = lookup(int(xid)) if xid is not None else None
         reason = (f"Xid {xid} ({info.name}) on GPU {v.gpu or '?'}" if info
                   else (p.summary if p else "GPU fault"))
-        props = _isolate_node(v, scheduler, job, reason)
+        props = isolate_node(v.node, scheduler, job, reason)
         if info:
             props.append(Proposal(tool="gpu_service", args={"node": v.node, "gpu": v.gpu,
                                                             "action": info.action},
@@ -70,12 +69,13 @@ def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
                       else "the faulty node is not identified, so a retry may land on it again")
     if cat == "network_fault":
         return Remedy(retry_useful=bool(v.node),
-                      proposals=_isolate_node(v, scheduler, job, "NIC/fabric fault"),
+                      proposals=isolate_node(v.node, scheduler, job, "NIC/fabric fault"),
                       why=(f"the link fault is on {v.node}'s path: retry only with it excluded "
                            "and the link checked") if v.node
                       else "the faulty link is not located; a retry may hit it again")
     if cat == "node_failure":
-        return Remedy(retry_useful=True, proposals=_isolate_node(v, scheduler, job, "node lost"),
+        return Remedy(retry_useful=True,
+                      proposals=isolate_node(v.node, scheduler, job, "node lost"),
                       why=f"the job lost {v.node or 'a node'}; a retry on healthy nodes can pass "
                           "(resume from the last checkpoint)")
     if cat == "gpu_oom":

@@ -7,6 +7,7 @@ from goodput_agent.analysis.failure import Alternative as FoundAlternative
 from goodput_agent.analysis.failure import FailureVerdict, diagnose
 from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.analysis.remedy import remedy
+from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
@@ -19,11 +20,12 @@ from goodput_agent.planner.base import (
 )
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 from goodput_agent.toolkit import EventsOutput
+from goodput_agent.tools.profiler_traces import TracesOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
                 "gpu_metrics_events", "log_activity"),
-    "slowdown": ("bundle_inventory",),
+    "slowdown": ("bundle_inventory", "profiler_traces"),
     "latency": ("bundle_inventory",),
 }
 
@@ -42,11 +44,13 @@ class OfflinePlanner:
 
     def conclude(self, history: list[StepResult]) -> Conclusion:
         outputs = {s.call.tool: s.output for s in history if s.output is not None}
+        errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
+        if self.kind == "slowdown":
+            return slowdown_conclusion(outputs, errors)
         if self.kind != "failure":
             return _not_available(self.kind)
         obs = observations(outputs)
         v = diagnose(obs)
-        errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
         return failure_conclusion(v, obs, errors)
 
 
@@ -67,9 +71,7 @@ def observations(outputs: dict[str, object]) -> Observations:
         for task, host in (facts.get("srun_task_hosts") or {}).items():
             obs.rank_hosts.setdefault(int(task), host)  # only where no log named the host
     obs.events.sort(key=Event.sort_key)
-    formats = {f.format for f in inv.files}
-    obs.scheduler_kind = ("slurm" if formats & SLURM_FORMATS
-                          else "kubernetes" if formats & KUBERNETES_FORMATS else None)
+    obs.scheduler_kind = _scheduler_kind(inv)
     obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
                             {f.rel_path for f in inv.of_format("kernel_log")}}
     obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
@@ -157,13 +159,51 @@ def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str]) 
                    confidence=a.confidence, status="refuted", node=a.node, rank=a.rank,
                    supporting=a.evidence, contradicting=v.evidence[:1])
         for a in v.alternatives]
-    proposals = [ProposalDraft(tool=p.tool, args=p.args, mutating=p.mutating,
-                               rationale=p.rationale) for p in r.proposals]
+    proposals = _proposals(r)
     return Conclusion(kind="failure", claims=claims, alternatives=[_alt(a) for a in v.alternatives],
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
                       unknowns=v.unknowns + errors, timeline=_timeline(v.timeline),
                       clock=ClockNote(assumptions=v.clock_notes,
                                       skew_tolerance_s=obs.clock.skew_tolerance_s))
+
+
+def _scheduler_kind(inv: Inventory | None) -> str | None:
+    formats = {f.format for f in inv.files} if inv else set()
+    return ("slurm" if formats & SLURM_FORMATS
+            else "kubernetes" if formats & KUBERNETES_FORMATS else None)
+
+
+def _proposals(r) -> list[ProposalDraft]:  # noqa: ANN001 - a Remedy
+    return [ProposalDraft(tool=p.tool, args=p.args, mutating=p.mutating, rationale=p.rationale)
+            for p in r.proposals]
+
+
+def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclusion:
+    traces: TracesOutput | None = outputs.get("profiler_traces")  # type: ignore[assignment]
+    inv: Inventory | None = outputs.get("bundle_inventory")  # type: ignore[assignment]
+    v = traces.verdict if traces else None
+    if v is None:
+        why = ("no profiler trace in the bundle could be analysed" if traces is None or
+               not traces.traces else "the traces were read but gave no verdict")
+        problems = [f"{p}: {r}" if not r.startswith(p) else r
+                    for p, r in (traces.problems.items() if traces else [])]
+        return Conclusion(kind="slowdown", claims=[ClaimDraft(
+            statement=why, category="unknown", confidence=0.0, status="hypothesis")],
+            retry=Retry(useful=None, why="no verdict"), unknowns=[why, *problems, *errors],
+            breakdown=traces.breakdown if traces else None)
+    r = slowdown_remedy(v, _scheduler_kind(inv), inv.incident.job if inv else None)
+    verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
+                         status="supported" if v.category != "unknown" else "hypothesis",
+                         node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence)
+    claims = [verdict] + [ClaimDraft(statement=f"{cat}: rejected: {why}", category=cat,
+                                     confidence=conf, status="refuted")
+                          for cat, conf, why in v.alternatives]
+    alternatives = [Alternative(category=cat, confidence=conf,  # type: ignore[arg-type]
+                                why_not=why) for cat, conf, why in v.alternatives]
+    notes = [f"{p}: {w}" if not w.startswith(p) else w for p, w in traces.problems.items()]
+    return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
+                      retry=Retry(useful=r.retry_useful, why=r.why), proposals=_proposals(r),
+                      unknowns=v.unknowns + notes + errors, breakdown=traces.breakdown)
 
 
 def _not_available(kind: str) -> Conclusion:

@@ -1,0 +1,91 @@
+"""Profiler (Kineto) traces of the bundle: per rank and per run, each step's time split on one
+clock, cross-rank collective waits, kernel families, and the slowdown verdict they support."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.analysis.slowdown_model import Breakdown, SlowdownVerdict
+from goodput_agent.parsing.base import ParseError
+from goodput_agent.parsing.openmetrics import Series
+from goodput_agent.parsing.trace_model import Trace, TraceMeta
+from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
+
+BASELINE_FOLDERS = frozenset({"baseline", "base", "good", "control", "before"})
+# what throttling is judged from, when the bundle has DCGM metrics
+DCGM_CLOCK_METRICS = frozenset({
+    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"})
+
+
+def run_of(rel_path: str) -> str:
+    """`baseline` when a folder on the path says so, else `incident`."""
+    folders = PurePosixPath(rel_path).parts[:-1]
+    return "baseline" if any(p.lower() in BASELINE_FOLDERS for p in folders) else "incident"
+
+
+class TracesInput(BaseModel):
+    pass
+
+
+class TracesOutput(BaseModel):
+    traces: list[TraceMeta] = Field(default_factory=list)
+    breakdown: Breakdown | None = None
+    verdict: SlowdownVerdict | None = None
+    problems: dict[str, str] = Field(default_factory=dict)  # file -> one-line reason
+
+    def summary(self) -> dict[str, object]:
+        return {"traces": len(self.traces), "problems": len(self.problems),
+                "verdict": self.verdict.category if self.verdict else None}
+
+
+def read_clock_series(ctx: ToolContext) -> tuple[list[Series], list[str]]:
+    from goodput_agent.metrics.files import load_series
+    from goodput_agent.parsing.registry import METRICS_FORMATS
+
+    assert ctx.bundle is not None
+    files = ctx.bundle.inventory.of_format(*METRICS_FORMATS)
+    paths = [ctx.bundle.root / f.rel_path for f in files]
+    series = load_series(paths, want=lambda name: name in DCGM_CLOCK_METRICS)
+    return series, [f.rel_path for f in files]
+
+
+class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
+    name = "profiler_traces"
+    input_model = TracesInput
+    output_model = TracesOutput
+    timeout_s = 600.0
+
+    def run(self, ctx: ToolContext, args: TracesInput) -> TracesOutput:
+        from goodput_agent.analysis.slowdown import analyse
+        from goodput_agent.parsing.trace_load import load_trace
+
+        if ctx.bundle is None:
+            raise ToolUnavailable("no incident bundle is open")
+        out = TracesOutput()
+        runs: dict[str, list[Trace]] = {"baseline": [], "incident": []}
+        for f in ctx.bundle.inventory.of_format("kineto_trace"):
+            try:
+                trace = load_trace(ctx.bundle.root / f.rel_path, rel_path=f.rel_path,
+                                   node_hint=f.node_hint)
+            except ParseError as exc:
+                out.problems[f.rel_path] = str(exc)
+                ctx.bundle.mark_unread(f, str(exc))
+                continue
+            out.traces.append(trace.meta)
+            for w in trace.warnings:
+                out.problems.setdefault(f.rel_path, w)
+            runs[run_of(f.rel_path)].append(trace)
+        if not runs["incident"] and runs["baseline"]:
+            runs = {"baseline": [], "incident": runs["baseline"]}
+        if not runs["incident"]:
+            return out
+        series, _ = read_clock_series(ctx)
+        out.breakdown, out.verdict = analyse(runs["incident"], runs["baseline"] or None,
+                                             series or None)
+        return out
+
+
+TOOL = ProfilerTracesTool()
