@@ -79,13 +79,15 @@ def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool) -> None:
+def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool,
+                 pictures_dir: Path | None = None) -> None:
     from goodput_agent.investigate import exit_code, investigate_bundle
     from goodput_agent.ledger import open_ledger
     from goodput_agent.render import render_report
 
     with open_ledger(ledger_path) as ledger, scan_progress() as progress:
-        report = investigate_bundle(bundle, ledger, kind, progress=progress)
+        report = investigate_bundle(bundle, ledger, kind, progress=progress,
+                                    pictures_dir=pictures_dir)
     if as_json:
         click.echo(report.to_json())
     else:
@@ -97,11 +99,14 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 @click.argument("bundle", type=click.Path(path_type=Path))
 @click.option("--kind", type=click.Choice(["failure", "slowdown", "latency"]), default=None,
               help="Override the kind of question inferred from the bundle.")
+@click.option("--pictures", "pictures_dir", type=click.Path(path_type=Path), default=None,
+              help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
 @json_option
 @ledger_option
-def investigate(bundle: Path, kind: str | None, as_json: bool, ledger_path: Path | None) -> None:
+def investigate(bundle: Path, kind: str | None, pictures_dir: Path | None, as_json: bool,
+                ledger_path: Path | None) -> None:
     """Investigate an incident bundle (a directory or a .tar.gz of one)."""
-    _investigate(bundle, ledger_path, kind, as_json)
+    _investigate(bundle, ledger_path, kind, as_json, pictures_dir)
 
 
 @cli.command()

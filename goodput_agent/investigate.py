@@ -16,7 +16,8 @@ from goodput_agent.toolkit import ToolContext
 
 def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                        ignore: tuple[str, ...] = (),
-                       progress: Callable[[int, int], None] | None = None) -> Report:
+                       progress: Callable[[int, int], None] | None = None,
+                       pictures_dir: Path | None = None) -> Report:
     with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
         chosen = kind or infer_kind(inv)
@@ -27,9 +28,39 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
         question = inv.incident.question or default
         ctx = ToolContext(bundle=bundle, progress=progress)
         # read at the end: files that fail to parse join `unread` during the run
-        return run_investigation(
+        report = run_investigation(
             planner, ctx, ledger, question=question, kind=chosen, target=str(path),
             unread=lambda: {u.path: u.reason for u in bundle.inventory.unread})
+        # pictures go next to the ledger that holds the report, one folder per investigation
+        if report.breakdown is not None:
+            out = pictures_dir or ledger.path.parent / "reports" / (
+                report.investigation_id or "latest")
+            report.pictures = draw_slowdown_pictures(report, bundle.root, out)
+        return report
+
+
+def draw_slowdown_pictures(report: Report, root: Path, out: Path) -> list[str]:
+    """The breakdown as stacked bars, and the representative step of the rank the verdict names
+    (else the first incident rank) as a timeline. Returns the files written."""
+    from goodput_agent.analysis.trace_steps import steps_of
+    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.pictures.breakdown_bars import draw_breakdown_bars
+    from goodput_agent.pictures.trace_timeline import draw_step_timeline
+
+    b = report.breakdown
+    assert b is not None
+    out.mkdir(parents=True, exist_ok=True)
+    written = [draw_breakdown_bars(b, out / "breakdown.svg")]
+    ranks = [r for r in b.incident.ranks if r.median_step is not None]
+    pick = next((r for r in ranks if r.rank is not None and r.rank == report.root_cause.rank),
+                ranks[0] if ranks else None)
+    if pick is not None and pick.median_step is not None:
+        trace = load_trace(root / pick.path, rel_path=pick.path)
+        step = next((s for s in steps_of(trace) if s.number == pick.median_step.step), None)
+        if step is not None:
+            written.append(draw_step_timeline(trace, step, pick.median_step,
+                                              out / f"step-{step.number}-rank-{pick.rank}.svg"))
+    return [str(Path(w).resolve()) for w in written]
 
 
 def exit_code(report: Report) -> int:

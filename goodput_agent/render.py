@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from goodput_agent.analysis.slowdown_model import PARTS, Breakdown
 from goodput_agent.ledger import InvestigationRecord
 from goodput_agent.report import Report
 
@@ -50,6 +51,8 @@ def render_report(report: Report, console: Console) -> None:
         for ev in rc.evidence:
             t.add_row(str(ev.id or ""), escape(ev.locator), escape(ev.excerpt[:240]))
         console.print(t)
+    if report.breakdown:
+        render_breakdown(report.breakdown, console)
     if report.timeline:
         t = Table(title="Timeline (first event per node and rank, UTC)", expand=True)
         for col in ("time", "node", "rank", "role", "what"):
@@ -80,8 +83,32 @@ def render_report(report: Report, console: Console) -> None:
              *(f"unread: {p} ({r})" for p, r in report.unread_reasons.items())]
     if report.clock:
         notes += [f"clock: {a}" for a in report.clock.assumptions]
+    if report.pictures:
+        notes += [f"picture: {p}" for p in report.pictures]
     if notes:
         console.print(Panel("\n".join(escape(n) for n in notes), title="Notes", style="dim"))
+
+
+PART_LABELS = {"compute_us": "compute", "comm_transfer_us": "comm", "comm_wait_us": "wait ranks",
+               "memory_us": "memory", "idle_input_us": "idle input", "idle_host_us": "idle host",
+               "idle_other_us": "idle other"}
+
+
+def render_breakdown(b: Breakdown, console: Console) -> None:
+    """Per run and rank: the median step and its split (ms); the parts sum to the step."""
+    t = Table(title="Step time on the GPU timeline (median step, ms; parts sum to the step)",
+              expand=True)
+    for col in ("run", "rank", "host", "step", *PART_LABELS.values()):
+        t.add_column(col, justify="right" if col not in ("run", "host") else "left",
+                     no_wrap=True)
+    runs = [r for r in (b.baseline, b.incident) if r is not None]
+    for run in runs:
+        for rk in sorted(run.ranks, key=lambda r: (r.rank is None, r.rank or 0, r.path)):
+            m = rk.median_step
+            parts = [f"{getattr(m, p) / 1000:.1f}" if m else "—" for p in PARTS]
+            t.add_row(run.label, "—" if rk.rank is None else str(rk.rank),
+                      escape(rk.host or "—"), f"{rk.median_step_us / 1000:.1f}", *parts)
+    console.print(t)
 
 
 def render_record(rec: InvestigationRecord, console: Console) -> None:
