@@ -81,13 +81,19 @@ def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
 
 def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool,
                  pictures_dir: Path | None = None) -> None:
-    from goodput_agent.investigate import exit_code, investigate_bundle
+    from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.render import render_report
 
     with open_ledger(ledger_path) as ledger, scan_progress() as progress:
         report = investigate_bundle(bundle, ledger, kind, progress=progress,
                                     pictures_dir=pictures_dir)
+    _show(report, as_json)
+
+
+def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
+    from goodput_agent.investigate import exit_code
+    from goodput_agent.render import render_report
+
     if as_json:
         click.echo(report.to_json())
     else:
@@ -95,18 +101,83 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
     sys.exit(exit_code(report))
 
 
+prometheus_options = [
+    click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
+                 help="Ask a live Prometheus (the latency question) instead of a bundle."),
+    click.option("--service", default=None, help="The model/service (model_name label)."),
+    click.option("--tz", "tz_name", default=None, help="Zone of HH:MM windows (default UTC)."),
+    click.option("--timeout", "timeout_s", default=30.0, show_default=True,
+                 help="Seconds to wait for each Prometheus answer."),
+]
+
+
+def _with(options):  # noqa: ANN001, ANN202 - click decorators
+    def wrap(f):  # noqa: ANN001, ANN202
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def _live_latency(url: str, service: str | None, baseline: str | None, incident: str | None,
+                  since_text: str | None, tz_name: str | None, timeout_s: float,
+                  ledger_path: Path | None, as_json: bool) -> None:
+    from goodput_agent.investigate import investigate_prometheus
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.timespec import parse_window, since
+
+    b = parse_window(baseline, tz_name=tz_name) if baseline else None
+    i = parse_window(incident, tz_name=tz_name) if incident else None
+    search = since(since_text) if since_text else None
+    with open_ledger(ledger_path) as ledger:
+        report = investigate_prometheus(url, ledger, service, b, i, search, timeout_s)
+    _show(report, as_json)
+
+
 @cli.command()
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", type=click.Path(path_type=Path), required=False)
 @click.option("--kind", type=click.Choice(["failure", "slowdown", "latency"]), default=None,
               help="Override the kind of question inferred from the bundle.")
 @click.option("--pictures", "pictures_dir", type=click.Path(path_type=Path), default=None,
               help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
+@_with(prometheus_options)
+@click.option("--since", "since_text", default=None, metavar="DURATION",
+              help="With --prometheus: look back this far for the change (e.g. 6h).")
 @json_option
 @ledger_option
-def investigate(bundle: Path, kind: str | None, pictures_dir: Path | None, as_json: bool,
+def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
+                prometheus_url: str | None, service: str | None, tz_name: str | None,
+                timeout_s: float, since_text: str | None, as_json: bool,
                 ledger_path: Path | None) -> None:
-    """Investigate an incident bundle (a directory or a .tar.gz of one)."""
+    """Investigate an incident bundle (a directory or a .tar.gz of one), or a live Prometheus."""
+    if prometheus_url:
+        if bundle is not None:
+            raise click.UsageError("give a bundle or --prometheus, not both")
+        _live_latency(prometheus_url, service, None, None, since_text or "6h", tz_name,
+                      timeout_s, ledger_path, as_json)
+    if bundle is None:
+        raise click.UsageError("give a bundle (a directory or .tar.gz) or --prometheus URL")
     _investigate(bundle, ledger_path, kind, as_json, pictures_dir)
+
+
+@cli.command()
+@_with(prometheus_options)
+@click.option("--baseline", default=None, metavar="WINDOW",
+              help="Good window: 10:00-11:00 or START/END in ISO 8601.")
+@click.option("--incident", default=None, metavar="WINDOW", help="Bad window, same forms.")
+@click.option("--since", "since_text", default=None, metavar="DURATION",
+              help="Without windows: look back this far for the change (default 6h).")
+@json_option
+@ledger_option
+def latency(prometheus_url: str | None, service: str | None, tz_name: str | None,
+            timeout_s: float, baseline: str | None, incident: str | None,
+            since_text: str | None, as_json: bool, ledger_path: Path | None) -> None:
+    """Why did inference latency rise? Queue vs prefill vs decode, against a live Prometheus."""
+    if not prometheus_url:
+        raise click.UsageError("--prometheus URL is required (for a bundle: goodput investigate)")
+    _live_latency(prometheus_url, service, baseline, incident,
+                  since_text or (None if baseline or incident else "6h"), tz_name, timeout_s,
+                  ledger_path, as_json)
 
 
 @cli.command()

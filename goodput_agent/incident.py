@@ -31,6 +31,7 @@ class IncidentSpec(BaseModel):
 
     question: str | None = None
     job: str | None = None
+    service: str | None = None  # the latency question: the model/service asked about
     window: Window | None = None
     timezone: str | None = None
     kind: str | None = None

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from goodput_agent.bundle import open_bundle
+from goodput_agent.incident import IncidentSpec
 from goodput_agent.kinds import infer_kind
 from goodput_agent.ledger import Ledger
+from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.planner.loop import run_investigation
 from goodput_agent.planner.offline import OfflinePlanner
 from goodput_agent.report import Report
@@ -21,7 +23,7 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
     with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
         chosen = kind or infer_kind(inv)
-        planner = OfflinePlanner(chosen)
+        planner = OfflinePlanner(chosen, {"latency_metrics": _latency_args(inv.incident)})
         default = {"failure": f"why did {inv.incident.job or 'this job'} fail?",
                    "slowdown": "why did training slow down?",
                    "latency": "why did inference latency rise?"}[chosen]
@@ -37,6 +39,31 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                 report.investigation_id or "latest")
             report.pictures = draw_slowdown_pictures(report, bundle.root, out)
         return report
+
+
+def _window(w: object) -> dict | None:
+    return {"start": w.start, "end": w.end} if hasattr(w, "start") else None
+
+
+def _latency_args(spec: IncidentSpec) -> dict:
+    return {"service": spec.service, "baseline": _window(spec.baseline),
+            "incident": _window(spec.incident), "search": _window(spec.window)}
+
+
+def investigate_prometheus(url: str, ledger: Ledger, service: str | None,
+                           baseline: TimeWindow | None = None, incident: TimeWindow | None = None,
+                           search: TimeWindow | None = None, timeout_s: float = 30.0) -> Report:
+    """The latency question against a live Prometheus: no bundle, queries pushed down."""
+    from goodput_agent.metrics.prometheus import PrometheusSource
+
+    source = PrometheusSource(url, timeout_s=timeout_s)
+    args = {"service": service, **{k: w.model_dump(mode="json") if w else None for k, w in
+                                   (("baseline", baseline), ("incident", incident),
+                                    ("search", search))}}
+    planner = OfflinePlanner("latency", {"latency_metrics": args}, with_bundle=False)
+    question = f"why did inference latency of {service or 'the service'} rise?"
+    return run_investigation(planner, ToolContext(metrics=source), ledger, question=question,
+                             kind="latency", target=source.name, unread=dict)
 
 
 def draw_slowdown_pictures(report: Report, root: Path, out: Path) -> list[str]:

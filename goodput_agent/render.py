@@ -53,6 +53,8 @@ def render_report(report: Report, console: Console) -> None:
         console.print(t)
     if report.breakdown:
         render_breakdown(report.breakdown, console)
+    if report.latency:
+        render_latency(report.latency, console)
     if report.timeline:
         t = Table(title="Timeline (first event per node and rank, UTC)", expand=True)
         for col in ("time", "node", "rank", "role", "what"):
@@ -149,3 +151,50 @@ def render_record(rec: InvestigationRecord, console: Console) -> None:
             t.add_row(str(a["id"]), a["status"], a["tool"], escape(a["args_json"]),
                       "yes" if a["mutating"] else "no")
         console.print(t)
+
+
+_LATENCY_ROWS = (("e2e", "s"), ("queue", "s"), ("prefill", "s"), ("decode", "s"), ("ttft", "s"),
+                 ("itl", "s"), ("prompt_tokens", "tok"), ("output_tokens", "tok"))
+_LATENCY_SCALARS = (("request_rate", "req/s"), ("running_mean", "running"),
+                    ("waiting_mean", "waiting"), ("kv_usage_mean", "KV cache used"),
+                    ("kv_usage_max", "KV cache peak"), ("preemption_rate", "preemptions/s"),
+                    ("gpu_util_mean", "GPU util (context only)"))
+
+
+def _num(v: object, unit: str = "") -> str:
+    if not isinstance(v, int | float):
+        return "—"
+    if unit == "s":
+        return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+    return f"{v:.0f}" if unit == "tok" else f"{v:.3g}"
+
+
+def render_latency(lat: dict, console: Console) -> None:
+    """The two windows compared, each number on its own (percentiles of phases don't add)."""
+    w = lat.get("windows") or {}
+    b, i = lat.get("baseline") or {}, lat.get("incident") or {}
+    title = "Baseline vs incident"
+    if w:
+        title += (f" (windows: {w.get('how')}; baseline {_clock(w['baseline']['start'])}–"
+                  f"{_clock(w['baseline']['end'])}, incident {_clock(w['incident']['start'])}–"
+                  f"{_clock(w['incident']['end'])})")
+    t = Table(title=title, expand=True)
+    for col in ("metric", "baseline", "incident", "x"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for key, unit in _LATENCY_ROWS:
+        for q in ("p50", "p90", "p99"):
+            vb, vi = (b.get(key) or {}).get(q), (i.get(key) or {}).get(q)
+            if vb is None and vi is None:
+                continue
+            ratio = f"{vi / vb:.2f}" if isinstance(vb, float) and vb and vi is not None else "—"
+            t.add_row(f"{key} {q}", _num(vb, unit), _num(vi, unit), ratio)
+    for key, label in _LATENCY_SCALARS:
+        vb, vi = b.get(key), i.get(key)
+        if vb is None and vi is None:
+            continue
+        ratio = f"{vi / vb:.2f}" if isinstance(vb, float) and vb and vi is not None else "—"
+        t.add_row(label, _num(vb), _num(vi), ratio)
+    console.print(t)
+    for c in lat.get("config_diff") or []:
+        console.print(f"config {escape(c['key'])}: {escape(str(c['baseline']))} -> "
+                      f"{escape(str(c['incident']))} ({escape(c['source'])})")

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from goodput_agent.bundle import Bundle
 from goodput_agent.events import Event
+from goodput_agent.metrics.source import MetricsSource
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
@@ -30,6 +31,8 @@ class ToolContext:
     """The evidence sources a tool may read. Live sources join here behind the same tools."""
 
     bundle: Bundle | None = None
+    # a live metrics source (Prometheus); None: metrics come from the bundle's files
+    metrics: MetricsSource | None = None
     # told (bytes done, bytes total) during long scans; the CLI draws it on a terminal
     progress: Callable[[int, int], None] | None = None
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from goodput_agent.analysis.failure import Alternative as FoundAlternative
 from goodput_agent.analysis.failure import FailureVerdict, diagnose
+from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.analysis.remedy import remedy
+from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
@@ -26,29 +28,33 @@ PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
                 "gpu_metrics_events", "log_activity"),
     "slowdown": ("bundle_inventory", "profiler_traces"),
-    "latency": ("bundle_inventory",),
+    "latency": ("bundle_inventory", "latency_metrics"),
 }
 
 
 class OfflinePlanner:
     name = "offline-playbook"
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, tool_args: dict[str, dict] | None = None,
+                 with_bundle: bool = True):
         self.kind = kind
-        self.steps = PLAYBOOKS[kind]
+        self.tool_args = tool_args or {}
+        self.steps = tuple(t for t in PLAYBOOKS[kind]
+                           if with_bundle or t != "bundle_inventory")
 
     def next_step(self, history: list[StepResult]) -> ToolCall | None:
         if len(history) >= len(self.steps):
             return None
-        return ToolCall(tool=self.steps[len(history)])
+        tool = self.steps[len(history)]
+        return ToolCall(tool=tool, args=self.tool_args.get(tool, {}))
 
     def conclude(self, history: list[StepResult]) -> Conclusion:
         outputs = {s.call.tool: s.output for s in history if s.output is not None}
         errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
         if self.kind == "slowdown":
             return slowdown_conclusion(outputs, errors)
-        if self.kind != "failure":
-            return _not_available(self.kind)
+        if self.kind == "latency":
+            return latency_conclusion(outputs, errors)
         obs = observations(outputs)
         v = diagnose(obs)
         return failure_conclusion(v, obs, errors)
@@ -192,23 +198,42 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
             retry=Retry(useful=None, why="no verdict"), unknowns=[why, *problems, *errors],
             breakdown=traces.breakdown if traces else None)
     r = slowdown_remedy(v, _scheduler_kind(inv), inv.incident.job if inv else None)
-    verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
-                         status="supported" if v.category != "unknown" else "hypothesis",
-                         node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence)
-    claims = [verdict] + [ClaimDraft(statement=f"{cat}: rejected: {why}", category=cat,
-                                     confidence=conf, status="refuted")
-                          for cat, conf, why in v.alternatives]
-    alternatives = [Alternative(category=cat, confidence=conf,  # type: ignore[arg-type]
-                                why_not=why) for cat, conf, why in v.alternatives]
+    claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
     notes = [f"{p}: {w}" if not w.startswith(p) else w for p, w in traces.problems.items()]
     return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=_proposals(r),
                       unknowns=v.unknowns + notes + errors, breakdown=traces.breakdown)
 
 
-def _not_available(kind: str) -> Conclusion:
-    why = (f"the {kind} analysis is not part of this version; the bundle was inventoried but "
-           "no verdict is given")
-    return Conclusion(kind=kind, claims=[ClaimDraft(statement=why, category="unknown",
-                                                    confidence=0.0, status="hypothesis")],
-                      retry=Retry(useful=None, why="no verdict"), unknowns=[why])
+def _verdict_claims(v: SlowdownVerdict | LatencyVerdict, node: str | None = None,
+                    rank: int | None = None, gpu: str | None = None,
+                    ) -> tuple[list[ClaimDraft], list[Alternative]]:
+    verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
+                         status="supported" if v.category != "unknown" else "hypothesis",
+                         node=node, rank=rank, gpu=gpu, supporting=v.evidence)
+    claims = [verdict] + [ClaimDraft(statement=f"{cat}: rejected: {why}", category=cat,
+                                     confidence=conf, status="refuted")
+                          for cat, conf, why in v.alternatives]
+    alternatives = [Alternative(category=cat, confidence=conf,  # type: ignore[arg-type]
+                                why_not=why) for cat, conf, why in v.alternatives]
+    return claims, alternatives
+
+
+def latency_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclusion:
+    result: LatencyResult | None = outputs.get("latency_metrics")  # type: ignore[assignment]
+    if result is None:
+        why = "no latency metrics could be read"
+        return Conclusion(kind="latency", claims=[ClaimDraft(
+            statement=why, category="unknown", confidence=0.0, status="hypothesis")],
+            retry=Retry(useful=None, why="no verdict"), unknowns=[why, *errors])
+    v = result.verdict
+    claims, alternatives = _verdict_claims(v)
+    fixes = [ProposalDraft(tool="config_change", mutating=True, rationale=v.summary,
+                           args={"change": fix, "would_not_fix": v.would_not_fix})
+             for fix in v.would_fix[:1]]
+    missing = [f"missing evidence: {m.what}: {m.why}" for m in result.missing]
+    return Conclusion(kind="latency", claims=claims, alternatives=alternatives,
+                      retry=Retry(useful=None, why="not a failure: latency is judged against "
+                                  "the baseline window, not by retrying"),
+                      proposals=fixes, unknowns=v.unknowns + missing + errors,
+                      latency=result.report_object())

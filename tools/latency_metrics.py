@@ -1,0 +1,68 @@
+"""An LLM service's latency metrics (vLLM names, old and new): a baseline window against the
+incident window, from a live Prometheus (PromQL pushed down) or from the bundle's metric files."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel
+
+from goodput_agent.analysis.latency_model import LatencyResult
+from goodput_agent.metrics.source import MetricsSource, TimeWindow
+from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
+
+CONFIG_FOLDERS = frozenset({"config", "configs", "engine"})
+
+
+class LatencyInput(BaseModel):
+    service: str | None = None  # model_name (or service/job label); None: the only one there
+    baseline: TimeWindow | None = None  # None: chosen from the change point
+    incident: TimeWindow | None = None
+    search: TimeWindow | None = None  # where to look for the change (default: all the data)
+
+
+def bundle_source(ctx: ToolContext) -> tuple[MetricsSource, list]:
+    from goodput_agent.metrics.files import FileMetricsSource, load_engine_args
+    from goodput_agent.parsing.registry import METRICS_FORMATS
+
+    if ctx.bundle is None:
+        raise ToolUnavailable("no Prometheus given and no incident bundle open")
+    root = ctx.bundle.root
+    files = ctx.bundle.inventory.of_format(*METRICS_FORMATS)
+    source = FileMetricsSource.from_files([root / f.rel_path for f in files], root=root)
+    revisions = []
+    for rel in _config_files(ctx):
+        revisions.extend(load_engine_args(root / rel, rel))
+    return source, revisions
+
+
+def _config_files(ctx: ToolContext) -> list[str]:
+    """Engine-argument files: anything under a config/ folder of the bundle."""
+    assert ctx.bundle is not None
+    root = ctx.bundle.root
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and any(part.lower() in CONFIG_FOLDERS
+                                         for part in PurePosixPath(p.relative_to(root)).parts[:-1]))
+
+
+class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
+    name = "latency_metrics"
+    input_model = LatencyInput
+    output_model = LatencyResult
+    timeout_s = 300.0
+
+    def run(self, ctx: ToolContext, args: LatencyInput) -> LatencyResult:
+        from goodput_agent.analysis.latency import analyse, resolve_service
+
+        if ctx.metrics is not None:
+            source, revisions = ctx.metrics, []
+            if ctx.bundle is not None:
+                revisions = bundle_source(ctx)[1]
+        else:
+            source, revisions = bundle_source(ctx)
+        labels = resolve_service(source, args.service)
+        return analyse(source, labels, args.baseline, args.incident, search=args.search,
+                       revisions=revisions)
+
+
+TOOL = LatencyMetricsTool()
