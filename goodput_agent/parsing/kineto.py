@@ -1,19 +1,21 @@
-"""PyTorch profiler (Kineto) Chrome-trace JSON: identified here; analysed by the slowdown tools.
+"""PyTorch profiler (Kineto) Chrome-trace JSON: identified here; loaded by parsing/trace_load.py
+for the slowdown tools.
 
 For the failure question only the trace's identity matters (rank, world size, host), read from
-the head of the file so that a 1 GB trace costs nothing to list.
+the head of the file so that a 1 GB trace costs nothing to list: the top-level keys before
+`traceEvents` (all of them when the file fits in the head) and the file name, by the same rules
+as the loader (trace_load.trace_meta).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.lines import read_head
+from goodput_agent.parsing.trace_load import head_keys, trace_meta
 
-_RANK = re.compile(r'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
-_WORLD = re.compile(r'"distributedInfo"\s*:\s*\{[^}]*?"world_size"\s*:\s*(\d+)')
+HEAD_BYTES = 4 * 1024 * 1024
 
 
 class KinetoTraceParser:
@@ -25,12 +27,13 @@ class KinetoTraceParser:
                                  '"deviceProperties"' in head)
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        head = read_head(path, 4 * 1024 * 1024).decode("utf-8", errors="replace")
-        facts: dict[str, object] = {}
-        if m := _RANK.search(head):
-            facts["rank"] = int(m.group(1))
-        if m := _WORLD.search(head):
-            facts["world_size"] = int(m.group(1))
+        head = read_head(path, HEAD_BYTES)
+        meta = trace_meta(head_keys(head, whole=len(head) < HEAD_BYTES), ctx.rel_path,
+                          ctx.node_hint)
+        facts = {key: value for key, value in (
+            ("rank", meta.rank), ("world_size", meta.world_size), ("host", meta.host),
+            ("host_source", meta.host_source), ("backend", meta.backend),
+        ) if value is not None}
         return ParseResult(format=self.format, facts=facts)
 
 
