@@ -31,6 +31,8 @@ class CaseResult(BaseModel):
     baseline_category: str
     baseline_node: str | None
     misleading: bool = False
+    kind: str = "failure"
+    change_error_s: float | None = None  # latency: |chosen change point - planted change|
 
     @property
     def category_ok(self) -> bool:
@@ -48,6 +50,7 @@ class Scores(BaseModel):
     baseline_category_accuracy: float = 0.0
     baseline_node_accuracy: float = 0.0
     rank_accuracy: float = 0.0  # over the cases whose answer names a rank
+    windows_within_5min: float | None = None  # latency: share of changes found within 5 min
     per_category: dict[str, dict[str, float]] = Field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
 
@@ -60,6 +63,27 @@ def _same_node(a: str | None, b: str | None) -> bool:
 
 def default_cases_dir() -> Path:
     return Path(__file__).resolve().parent / "cases"
+
+
+SUITES = {"failure": "cases", "slowdown": "slowdown_cases", "latency": "latency_cases"}
+# what a hurried engineer concludes without the analysis
+NAIVE = {"slowdown": "gpu_throttling",  # "the step got longer, so the GPU got slower"
+         "latency": "queueing"}  # "latency rose, so raise the batch limits"
+
+
+def suite_dir(name: str) -> Path:
+    return Path(__file__).resolve().parent / SUITES[name]
+
+
+def _change_error(report_latency: dict | None, expected: dict) -> float | None:
+    from datetime import datetime
+
+    got = ((report_latency or {}).get("windows") or {}).get("change_at")
+    want = expected.get("change_at")
+    if not got or not want:
+        return None
+    return abs((datetime.fromisoformat(str(got).replace("Z", "+00:00"))
+                - datetime.fromisoformat(str(want).replace("Z", "+00:00"))).total_seconds())
 
 
 def baseline_blame(case_dir: Path) -> tuple[str, str | None]:
@@ -114,15 +138,19 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
         try:
             for case in case_dirs:
                 expected = json.loads((case / "expected.json").read_text())
-                report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS)
-                b_cat, b_node = baseline_blame(case)
+                kind = expected.get("kind", "failure")
+                report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS,
+                                            pictures_dir=Path(tmp) / "pictures")
+                b_cat, b_node = ((NAIVE[kind], None) if kind in NAIVE
+                                 else baseline_blame(case))
                 scores.cases.append(CaseResult(
                     case_id=expected.get("case_id", case.name),
                     expected_category=expected["category"], expected_node=expected.get("node"),
                     got_category=report.root_cause.category, got_node=report.root_cause.node,
                     expected_rank=expected.get("rank"), got_rank=report.root_cause.rank,
                     confidence=report.root_cause.confidence, baseline_category=b_cat,
-                    baseline_node=b_node, misleading=bool(expected.get("misleading"))))
+                    baseline_node=b_node, misleading=bool(expected.get("misleading")),
+                    kind=kind, change_error_s=_change_error(report.latency, expected)))
         finally:
             ledger.close()
     _aggregate(scores)
@@ -137,6 +165,10 @@ def _aggregate(s: Scores) -> None:
                                        for c in s.cases) / n
     s.baseline_node_accuracy = sum(_same_node(c.baseline_node, c.expected_node)
                                    for c in s.cases) / n
+    timed = [c for c in s.cases if c.kind == "latency" and c.expected_category != "unknown"]
+    if timed:
+        s.windows_within_5min = sum(c.change_error_s is not None and c.change_error_s <= 300
+                                    for c in timed) / len(timed)
     ranked = [c for c in s.cases if c.expected_rank is not None]
     s.rank_accuracy = sum(c.got_rank == c.expected_rank for c in ranked) / (len(ranked) or 1)
     for cat in sorted({c.expected_category for c in s.cases}):
@@ -164,6 +196,9 @@ def render_scores(s: Scores, console: Console) -> None:
                   f"{s.baseline_node_accuracy:.0%}")
     console.print(f"culprit rank accuracy (cases whose answer names a rank): "
                   f"{s.rank_accuracy:.0%}")
+    if s.windows_within_5min is not None:
+        console.print(f"change point found within 5 minutes of the planted change: "
+                      f"{s.windows_within_5min:.0%}")
     cats = sorted({k for row in s.confusion.values() for k in row} | set(s.confusion))
     ct = Table(title="Confusion (rows: expected, columns: goodput)")
     ct.add_column("expected")

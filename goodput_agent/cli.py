@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 
 from goodput_agent import __version__
+from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 
@@ -265,16 +266,22 @@ def schema_report() -> None:
 
 @cli.command("eval")
 @click.option("--cases", type=click.Path(path_type=Path), default=None,
-              help="Folder of generated cases (default: the shipped suite).")
+              help="Folder of generated cases (default: the shipped suites).")
+@click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "all"]),
+              default="all", show_default=True, help="Which shipped suite to score.")
 @json_option
-def eval_cmd(cases: Path | None, as_json: bool) -> None:
-    """Score the offline planner on generated failure cases against a trivial baseline."""
-    from goodput_agent.evals.scorer import render_scores, score_suite
+def eval_cmd(cases: Path | None, suite: str, as_json: bool) -> None:
+    """Score the offline planner on generated cases against a naive baseline."""
+    from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
-    scores = score_suite(cases)
+    names = list(SUITES) if suite == "all" else [suite]
+    results = ({"cases": score_suite(cases)} if cases else
+               {n: score_suite(suite_dir(n)) for n in names if suite_dir(n).is_dir()})
     if as_json:
-        click.echo(scores.model_dump_json(indent=2))
-    else:
+        click.echo(json.dumps({k: v.model_dump() for k, v in results.items()}, indent=2))
+        return
+    for name, scores in results.items():
+        Console().rule(name)
         render_scores(scores, Console())
 
 
@@ -293,6 +300,9 @@ def tools_cmd(as_json: bool) -> None:
     for r in rows:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
                    f"  {r['description']}\n")
+
+
+cli.add_command(trace)
 
 
 def main() -> None:
