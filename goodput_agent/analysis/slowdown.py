@@ -168,6 +168,14 @@ def _decide(inc: RunBreakdown, base: RunBreakdown | None, straggler: Straggler |
                                                "gpu_throttling")])
     if straggler is not None:
         rank = next(r for r in inc.ranks if r.path == straggler.path)
+        step = sum(rank.mean_parts.get(p, 0.0) for p in PARTS) or 1.0
+        for part in ("idle_input_us", "idle_host_us"):
+            if rank.mean_parts.get(part, 0.0) / step >= SHARE_THRESHOLDS[part]:
+                # the slowest rank is slow because it waits for input / its host: that is the
+                # cause, and the ranks waiting for it are its consequence
+                straggler = None
+                break
+    if straggler is not None:
         why = (f"rank {straggler.rank} is a straggler: in {straggler.consistency:.0%} of "
                f"{straggler.steps} aligned steps it waits least in collectives "
                f"({straggler.own_wait_share:.0%} of the step) while the other ranks wait "
