@@ -48,5 +48,9 @@ def test_eval_command_prints_json_scores() -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["category_accuracy"] >= 0.95
-    assert len(data["cases"]) == len(list(default_cases_dir().glob("*/expected.json")))
+    assert set(data) == {"failure", "slowdown", "latency"}
+    assert all(s["category_accuracy"] >= 0.95 for s in data.values())
+    assert len(data["failure"]["cases"]) == len(list(default_cases_dir().glob("*/expected.json")))
+    # issue 3: straggler/throttled rank; issue 4: change point within 5 minutes
+    assert data["slowdown"]["rank_accuracy"] >= 0.95 and len(data["slowdown"]["cases"]) >= 25
+    assert data["latency"]["windows_within_5min"] >= 0.95 and len(data["latency"]["cases"]) >= 25

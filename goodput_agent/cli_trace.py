@@ -1,0 +1,296 @@
+"""`goodput trace`: one profiler trace's step breakdown, two runs compared, one step drawn.
+
+Bad input (a missing file, not a trace, a trace cut before any GPU op) is one line on stderr
+naming the file, exit 2, through the `cli` group's BadInput handling. In a directory of traces an
+unreadable trace is skipped with a warning line; the command fails only when none is left.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from goodput_agent.errors import BadInput
+from goodput_agent.svg import strip_controls
+
+if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
+    from rich.console import Console
+    from rich.table import Table
+
+    from goodput_agent.analysis.slowdown_model import (
+        Breakdown,
+        RankBreakdown,
+        SlowdownVerdict,
+        StepBreakdown,
+    )
+    from goodput_agent.parsing.trace_model import Step, Trace
+
+EXIT_NO_VERDICT = 3
+_json = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_top = click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000),
+                    help="Kernel families to list.")
+
+
+def _safe(text: object) -> str:
+    """Text from a trace, for a rich table: no markup, no terminal escape sequences."""
+    from rich.markup import escape
+
+    return escape(strip_controls(text))
+
+
+def _warn(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(f"goodput: warning: {strip_controls(line)}", err=True)
+
+
+def load_one(path: Path, rel_path: str | None = None, node_hint: str | None = None) -> Trace:
+    """One trace file; BadInput (one line naming it) when it cannot be loaded."""
+    from goodput_agent.parsing.base import ParseError
+    from goodput_agent.parsing.trace_load import load_trace
+
+    name = rel_path or str(path)
+    if not path.exists():
+        raise BadInput(f"{name}: no such file or directory")
+    if path.is_dir():
+        raise BadInput(f"{name}: a directory, not a trace file")
+    try:
+        return load_trace(path, rel_path=name, node_hint=node_hint)
+    except ParseError as exc:
+        raise BadInput(str(exc).splitlines()[0] if str(exc) else f"{name}: not a trace") from None
+
+
+def load_run(path: Path) -> list[Trace]:
+    """A trace file, or every Kineto trace under a directory (found by content, as in a
+    bundle), named by their path under `path`'s own name."""
+    if not path.is_dir():
+        return [load_one(path)]
+    from goodput_agent.bundle import scan
+
+    inv = scan(path)
+    found = inv.of_format("kineto_trace")
+    if not found:
+        raise BadInput(f"{path}: no Kineto trace in this directory (JSON with traceEvents, "
+                       "plain or .gz)")
+    traces, skipped = [], []
+    for f in found:
+        try:
+            traces.append(load_one(path / f.rel_path, str(path / f.rel_path), f.node_hint))
+        except BadInput as exc:
+            skipped.append(f"skipped: {exc}")
+    _warn(skipped)
+    if not traces:
+        raise BadInput(f"{path}: none of its {len(found)} traces could be loaded")
+    return traces
+
+
+def _need_gpu(traces: list[Trace], where: Path) -> list[Trace]:
+    with_gpu = [t for t in traces if t.gpu]
+    if not with_gpu:
+        which = "the trace" if len(traces) == 1 else "any trace"
+        raise BadInput(f"{where}: no GPU kernels in {which} (CPU-only): no step breakdown")
+    return with_gpu
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.1f}"
+
+
+def _table(title: str) -> Table:
+    from rich.table import Table
+
+    return Table(title=title, padding=(0, 1), collapse_padding=True)
+
+
+def _part_cols(t: Table) -> None:
+    from goodput_agent.analysis.slowdown_model import PARTS
+    from goodput_agent.render import PART_LABELS
+
+    for p in PARTS:
+        t.add_column(PART_LABELS[p], justify="right")
+
+
+def _who(rk: RankBreakdown) -> str:
+    rank = f"rank {rk.rank}" if rk.rank is not None else "rank unknown"
+    host = f"host {rk.host} ({rk.host_source})" if rk.host else "host unknown"
+    return f"{rank} · {host}"
+
+
+def _steps_table(rk: RankBreakdown) -> Table:
+    from goodput_agent.analysis.slowdown_model import PARTS
+
+    t = _table("Steps on the GPU timeline (ms; the seven parts sum to the step)")
+    t.add_column("step", justify="right")
+    t.add_column("at", justify="right")
+    t.add_column("step ms", justify="right")
+    _part_cols(t)
+    t.add_column("ops", justify="right")
+    first = rk.steps[0].start_us if rk.steps else 0.0
+    median = rk.median_step.step if rk.median_step else None
+    for s in rk.steps:
+        t.add_row(str(s.step), _ms(s.start_us - first), _ms(s.step_us),
+                  *(_ms(getattr(s, p)) for p in PARTS), str(s.kernels),
+                  style="bold" if s.step == median else None)
+    return t
+
+
+def _families_table(rk: RankBreakdown, top: int) -> Table:
+    steps = max(len(rk.steps), 1)
+    t = _table(f"Kernel families (top {top} by GPU time)")
+    for col in ("family", "kind", "calls", "total ms", "ms per step", "mean µs"):
+        t.add_column(col, justify="left" if col in ("family", "kind") else "right",
+                     no_wrap=col != "family")
+    for f in rk.kernel_families[:top]:
+        t.add_row(_safe(f.family), f.kind, str(f.calls), _ms(f.total_us),
+                  _ms(f.total_us / steps), f"{f.mean_us:.1f}")
+    return t
+
+
+@click.group("trace")
+def trace() -> None:
+    """PyTorch profiler (Kineto) traces: step breakdown, two runs compared, one step drawn."""
+
+
+@trace.command("summary")
+@click.argument("trace_file", metavar="TRACE", type=click.Path(path_type=Path))
+@_json
+@_top
+def summary(trace_file: Path, as_json: bool, top: int) -> None:
+    """The per-step breakdown of one trace and its heaviest kernel families."""
+    from goodput_agent.analysis.trace_steps import rank_breakdown
+
+    tr = _need_gpu([load_one(trace_file)], trace_file)[0]
+    _warn(tr.warnings)
+    rk = rank_breakdown(tr)
+    if as_json:
+        click.echo(rk.model_dump_json(indent=2))
+        return
+    from rich.console import Console
+
+    console = Console()
+    median = f"median step {_ms(rk.median_step_us)} ms" if rk.steps else "no steps"
+    console.print(f"[bold]{_safe(rk.path)}[/] · {_safe(_who(rk))} · {len(rk.steps)} steps · "
+                  f"{median}")
+    console.print(_steps_table(rk))
+    console.print(_families_table(rk, top))
+
+
+@trace.command("diff")
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("slow", type=click.Path(path_type=Path))
+@_json
+@_top
+def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
+    """What changed from BASE to SLOW (each a trace or a directory of one run's traces): the
+    median step's parts per rank, kernel families per call, and the verdict. --json prints
+    {"breakdown": <Breakdown>, "verdict": <SlowdownVerdict>}; exit 3 when there is no verdict."""
+    from rich.console import Console
+
+    from goodput_agent.analysis.slowdown import analyse
+
+    base_traces, slow_traces = load_run(base), load_run(slow)
+    _warn([w for t in (*base_traces, *slow_traces) for w in t.warnings])
+    _need_gpu(base_traces, base)
+    _need_gpu(slow_traces, slow)
+    breakdown, verdict = analyse(slow_traces, baseline=base_traces)
+    if as_json:
+        click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
+                               "verdict": verdict.model_dump(mode="json")}, indent=2))
+    else:
+        _render_diff(breakdown, verdict, top, Console())
+    if verdict.category == "unknown":
+        sys.exit(EXIT_NO_VERDICT)
+
+
+def _render_diff(b: Breakdown, verdict: SlowdownVerdict, top: int, console: Console) -> None:
+    from goodput_agent.analysis.slowdown_model import PARTS
+    from goodput_agent.pictures.breakdown_bars import groups, rank_label
+
+    t = _table("Median step per rank (ms): baseline, incident and the change")
+    t.add_column("rank", no_wrap=True)
+    t.add_column("run", no_wrap=True)
+    t.add_column("step", justify="right", no_wrap=True)
+    _part_cols(t)
+    for group in groups(b):
+        rows = {label: rk for label, rk in group}
+        for label, rk in group:
+            m = rk.median_step
+            t.add_row(_safe(rank_label(rk)), label, _ms(rk.median_step_us),
+                      *(_ms(getattr(m, p)) if m else "—" for p in PARTS))
+        old, new = rows.get("baseline"), rows.get("incident")
+        if old and new and old.median_step and new.median_step:
+            t.add_row("", "change", _delta(old.median_step_us, new.median_step_us),
+                      *(_delta(getattr(old.median_step, p), getattr(new.median_step, p))
+                        for p in PARTS), style="bold", end_section=True)
+    console.print(t)
+    if verdict.kernel_changes:
+        k = _table("Kernel families per call (in both runs)")
+        for col in ("family", "kind", "calls", "baseline µs", "incident µs", "ratio"):
+            k.add_column(col, justify="left" if col in ("family", "kind") else "right",
+                         no_wrap=col != "family")
+        for c in verdict.kernel_changes[:top]:
+            k.add_row(_safe(c.family), c.kind, str(c.calls), f"{c.baseline_mean_us:.1f}",
+                      f"{c.incident_mean_us:.1f}", f"×{c.ratio:.2f}")
+        console.print(k)
+    where = ", ".join(x for x in (f"rank {verdict.rank}" if verdict.rank is not None else "",
+                                  f"node {verdict.node}" if verdict.node else "") if x)
+    console.print(f"[bold]verdict: {verdict.category}[/] (confidence {verdict.confidence:.2f})"
+                  + (f" · {_safe(where)}" if where else "") + f" — {_safe(verdict.summary)}")
+    for u in verdict.unknowns:
+        console.print(f"[dim]unknown: {_safe(u)}[/]")
+
+
+def _delta(old: float, new: float) -> str:
+    d = (new - old) / 1000
+    return f"{d:+.1f}" if abs(d) >= 0.05 else "0"
+
+
+def _default_out(trace_file: Path, step: int) -> Path:
+    name = trace_file.name
+    for suffix in (".gz", ".json", ".trace", ".pt"):
+        name = name.removesuffix(suffix)
+    return Path(f"{name or 'trace'}.step{step}.svg")
+
+
+def pick_step(tr: Trace, number: int | None) -> tuple[Step, StepBreakdown]:
+    """Step `number`, or the median step (by duration), with its breakdown."""
+    from goodput_agent.analysis.trace_steps import rank_breakdown, step_breakdown, steps_of
+
+    steps = steps_of(tr)
+    if not steps:
+        raise BadInput(f"{tr.meta.path}: no steps to draw (no ProfilerStep spans, no GPU ops)")
+    if number is None:
+        median = rank_breakdown(tr).median_step
+        assert median is not None  # there are steps
+        return next(s for s in steps if s.number == median.step), median
+    step = next((s for s in steps if s.number == number), None)
+    if step is None:
+        raise BadInput(f"{tr.meta.path}: no step {number} (its steps: "
+                       f"{steps[0].number}..{steps[-1].number})")
+    return step, step_breakdown(tr, step)
+
+
+@trace.command("timeline")
+@click.argument("trace_file", metavar="TRACE", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="SVG file to write (default: <trace>.step<N>.svg here; a folder: in it).")
+@click.option("--step", "step_number", type=int, default=None,
+              help="Step number (default: the median step).")
+def timeline(trace_file: Path, output: Path | None, step_number: int | None) -> None:
+    """Draw one step: CPU threads and GPU streams as rows on one clock, phases coloured."""
+    from goodput_agent.pictures.trace_timeline import draw_step_timeline
+
+    tr = load_one(trace_file)
+    _warn(tr.warnings)
+    step, breakdown = pick_step(tr, step_number)
+    out = output or _default_out(trace_file, step.number)
+    if out.is_dir():
+        out = out / _default_out(trace_file, step.number)
+    try:
+        written = draw_step_timeline(tr, step, breakdown, out)
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write ({exc.strerror or exc})") from None
+    click.echo(f"step {step.number} ({_ms(step.dur)} ms) drawn: {written.resolve()}")
