@@ -151,6 +151,7 @@ class LatencyCaseSpec(BaseModel):
     gpu_util_shift_s: float | None = None  # when the GPU utilization decoy moves
     user_windows: bool = False  # incident.yaml names the windows
     latency_steady: bool = False  # something changes, but not the service's latency
+    decoys: list[str] = Field(default_factory=list)  # what a one-signal reading would follow
     misleading: bool = False
     notes: str = ""
 
@@ -643,6 +644,7 @@ def render_latency_case(spec: LatencyCaseSpec, out_dir: Path,
     c = change_time(spec)
     decoys = [d for d in (f"gpu_util_{spec.gpu_util}" if spec.gpu_util in ("up", "down")
                           else "", "second_model" if len(spec.models) > 1 else "") if d]
+    decoys += [d for d in spec.decoys if d not in decoys]
     expected = LatencyExpected(case_id=spec.case_id, category=spec.category, service=service,
                                change_at=_iso(c) if c else None, misleading=spec.misleading,
                                notes=spec.notes, variant=spec.variant, names=spec.names,
@@ -724,6 +726,7 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
                gpu_memory_utilization=0.7),
         Regime(rate=3.2, max_num_seqs=512, prompt_median=2000, output_median=500,
                gpu_memory_utilization=0.7), misleading=True, config_evidence="both",
+        decoys=["arrival_rate_rise"],
         notes="arrivals doubled, but the batch limit is far away: the KV cache fills, "
               "preemptions rise; a naive reading says queueing")
     add("kv-old-names", "kv_cache_pressure", kvb,
@@ -767,7 +770,7 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
         notes="two engines")
     add("prompt-unrelated-config-change", "prompt_length", rag,
         rag.model_copy(update={"prompt_median": 2900, "max_num_batched_tokens": 16384}),
-        restart=True, config_evidence="both", misleading=True,
+        restart=True, config_evidence="both", misleading=True, decoys=["config_change"],
         notes="a redeploy raised --max-num-batched-tokens at the same time; the config diff "
               "is not the cause")
     add("prompt-moderate", "prompt_length", rag,
@@ -789,7 +792,7 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
         base.model_copy(update={"output_median": 480}), names="both", notes="old and new names")
     add("output-unrelated-config-change", "output_length", base,
         base.model_copy(update={"output_median": 520, "gpu_memory_utilization": 0.92}),
-        restart=True, config_evidence="args", misleading=True,
+        restart=True, config_evidence="args", misleading=True, decoys=["config_change"],
         notes="a redeploy raised --gpu-memory-utilization at the same time (more KV cache): "
               "not the cause")
     add("output-second-model", "output_length", base,
@@ -810,7 +813,7 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
         notes="a restart with the same config: counters reset, latency unchanged")
     add("no-change-config-change", "unknown", base,
         base.model_copy(update={"max_num_seqs": 128}), restart=True, config_evidence="both",
-        latency_steady=True, misleading=True,
+        latency_steady=True, misleading=True, decoys=["config_change"],
         notes="--max-num-seqs 64 -> 128 at a redeploy; latency unchanged")
     add("decode-slower-per-token", "unknown", base, base.model_copy(update={"slowdown": 1.8}),
         gpu_util="flat", notes="every decode iteration is 1.8x slower (throttled clocks or a "
@@ -818,15 +821,30 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
     return specs
 
 
+def latency_spec(case_id: str, seed: int = 11) -> LatencyCaseSpec:
+    """One shipped recipe by its id (or a unique part of it)."""
+    found = [s for s in plan_latency_suite(seed) if case_id in s.case_id]
+    if len(found) != 1:
+        raise KeyError(f"{case_id!r} names {len(found)} latency cases")
+    return found[0]
+
+
+def suite_index(specs: list[LatencyCaseSpec], seed: int) -> str:
+    """suite.json: the cases, their answers' headlines and what makes them hard."""
+    cases = []
+    for spec in specs:
+        c = change_time(spec)
+        cases.append({"case_id": spec.case_id, "category": spec.category,
+                      "change_at": _iso(c) if c else None, "misleading": spec.misleading,
+                      "variant": spec.variant})
+    return json.dumps({"seed": seed, "count": len(specs), "cases": cases}, indent=2) + "\n"
+
+
 def generate_latency_suite(out_dir: Path, seed: int = 11) -> list[LatencyCase]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    cases = [render_latency_case(spec, out_dir / spec.case_id) for spec in
-             plan_latency_suite(seed)]
-    suite = {"seed": seed, "count": len(cases),
-             "cases": [{"case_id": c.case_id, "category": c.expected.category,
-                        "change_at": c.expected.change_at, "misleading": c.expected.misleading,
-                        "variant": c.expected.variant} for c in cases]}
-    (out_dir / "suite.json").write_text(json.dumps(suite, indent=2) + "\n")
+    specs = plan_latency_suite(seed)
+    cases = [render_latency_case(spec, out_dir / spec.case_id) for spec in specs]
+    (out_dir / "suite.json").write_text(suite_index(specs, seed))
     return cases
 
 

@@ -1,9 +1,12 @@
 """`goodput eval`: run the offline planner over generated cases and score it against a
-trivial baseline (blame the node with the most error lines), so the gain is visible."""
+trivial baseline, so the gain is visible. The baseline is what a hurried engineer concludes:
+for failures, blame the node with the most error lines; for slowdowns, blame the rank with the
+longest step and the kind of the longest thing on its timeline; for latency, queueing."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -30,6 +33,7 @@ class CaseResult(BaseModel):
     confidence: float
     baseline_category: str
     baseline_node: str | None
+    baseline_rank: int | None = None
     misleading: bool = False
     kind: str = "failure"
     change_error_s: float | None = None  # latency: |chosen change point - planted change|
@@ -50,6 +54,9 @@ class Scores(BaseModel):
     baseline_category_accuracy: float = 0.0
     baseline_node_accuracy: float = 0.0
     rank_accuracy: float = 0.0  # over the cases whose answer names a rank
+    baseline_rank_accuracy: float = 0.0  # ...the same for the baseline
+    ranked_cases: int = 0
+    baseline: str = ""  # what the baseline does, in words
     windows_within_5min: float | None = None  # latency: share of changes found within 5 min
     per_category: dict[str, dict[str, float]] = Field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
@@ -67,8 +74,13 @@ def default_cases_dir() -> Path:
 
 SUITES = {"failure": "cases", "slowdown": "slowdown_cases", "latency": "latency_cases"}
 # what a hurried engineer concludes without the analysis
-NAIVE = {"slowdown": "gpu_throttling",  # "the step got longer, so the GPU got slower"
-         "latency": "queueing"}  # "latency rose, so raise the batch limits"
+NAIVE = {"latency": "queueing"}  # "latency rose, so raise the batch limits"
+BASELINE_WORDS = {
+    "failure": "blame the node with the most error lines",
+    "slowdown": "blame the rank with the longest median step; the cause is the kind of the "
+                "longest span on the timeline (DataLoader wait, NCCL kernel, compute kernel)",
+    "latency": "always queueing",
+}
 
 
 def suite_dir(name: str) -> Path:
@@ -124,6 +136,44 @@ def _host_prefix(line: str) -> str | None:
     return None
 
 
+def naive_slowdown_blame(case_dir: Path) -> tuple[str, str | None, int | None]:
+    """What a user opening the incident traces in a viewer concludes: the rank whose median
+    ProfilerStep is longest is the slow one (its host the node), and the cause is whatever
+    the single longest span is: a DataLoader wait (input_stall), an NCCL kernel
+    (communication) or a compute kernel (gpu_throttling: "that GPU is slow")."""
+    from goodput_agent.parsing.base import ParseError
+    from goodput_agent.parsing.trace_load import is_dataloader_span, load_trace
+    from goodput_agent.parsing.trace_model import COMM, COMPUTE
+    from goodput_agent.tools.profiler_traces import run_of
+
+    slowest: tuple[float, str, str | None, int | None] | None = None  # step, host, rank
+    longest: tuple[float, str] = (0.0, "unknown")
+    for path in sorted(case_dir.rglob("*.json*")):
+        rel = path.relative_to(case_dir).as_posix()
+        if path.name in ANSWER_KEYS or path.parts[len(case_dir.parts)] == "metrics" or \
+                run_of(rel) != "incident":
+            continue
+        parts = rel.split("/")
+        hint = parts[parts.index("nodes") + 1] if "nodes" in parts[:-2] else None
+        try:
+            trace = load_trace(path, rel_path=rel, node_hint=hint)
+        except ParseError:
+            continue
+        if trace.steps:
+            med = statistics.median(s.dur for s in trace.steps)
+            if slowest is None or med > slowest[0]:
+                slowest = (med, rel, trace.meta.host, trace.meta.rank)
+        for op in trace.gpu:
+            if op.kind in (COMM, COMPUTE) and op.dur > longest[0]:
+                longest = (op.dur, "communication" if op.kind == COMM else "gpu_throttling")
+        for a in trace.annotations:
+            if is_dataloader_span(a.name) and a.dur > longest[0]:
+                longest = (a.dur, "input_stall")
+    if slowest is None:
+        return longest[1], None, None
+    return longest[1], slowest[2], slowest[3]
+
+
 def score_suite(cases_dir: Path | None = None) -> Scores:
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import Ledger
@@ -133,6 +183,7 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
     if not case_dirs:
         raise BadInput(f"{root}: no cases (no */expected.json)")
     scores = Scores()
+    kinds: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "eval.duckdb")
         try:
@@ -141,18 +192,26 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
                 kind = expected.get("kind", "failure")
                 report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS,
                                             pictures_dir=Path(tmp) / "pictures")
-                b_cat, b_node = ((NAIVE[kind], None) if kind in NAIVE
-                                 else baseline_blame(case))
+                b_rank = None
+                if kind == "slowdown":
+                    b_cat, b_node, b_rank = naive_slowdown_blame(case)
+                elif kind in NAIVE:
+                    b_cat, b_node = NAIVE[kind], None
+                else:
+                    b_cat, b_node = baseline_blame(case)
+                kinds.add(kind)
                 scores.cases.append(CaseResult(
                     case_id=expected.get("case_id", case.name),
                     expected_category=expected["category"], expected_node=expected.get("node"),
                     got_category=report.root_cause.category, got_node=report.root_cause.node,
                     expected_rank=expected.get("rank"), got_rank=report.root_cause.rank,
                     confidence=report.root_cause.confidence, baseline_category=b_cat,
-                    baseline_node=b_node, misleading=bool(expected.get("misleading")),
+                    baseline_node=b_node, baseline_rank=b_rank,
+                    misleading=bool(expected.get("misleading")),
                     kind=kind, change_error_s=_change_error(report.latency, expected)))
         finally:
             ledger.close()
+    scores.baseline = "; ".join(BASELINE_WORDS.get(k, k) for k in sorted(kinds))
     _aggregate(scores)
     return scores
 
@@ -170,7 +229,10 @@ def _aggregate(s: Scores) -> None:
         s.windows_within_5min = sum(c.change_error_s is not None and c.change_error_s <= 300
                                     for c in timed) / len(timed)
     ranked = [c for c in s.cases if c.expected_rank is not None]
+    s.ranked_cases = len(ranked)
     s.rank_accuracy = sum(c.got_rank == c.expected_rank for c in ranked) / (len(ranked) or 1)
+    s.baseline_rank_accuracy = sum(c.baseline_rank == c.expected_rank
+                                   for c in ranked) / (len(ranked) or 1)
     for cat in sorted({c.expected_category for c in s.cases}):
         mine = [c for c in s.cases if c.expected_category == cat]
         s.per_category[cat] = {
@@ -178,24 +240,45 @@ def _aggregate(s: Scores) -> None:
             "category_accuracy": sum(c.category_ok for c in mine) / len(mine),
             "node_accuracy": sum(c.node_ok for c in mine) / len(mine),
             "baseline_category_accuracy": sum(c.baseline_category == cat for c in mine) / len(mine),
+            "baseline_node_accuracy": sum(_same_node(c.baseline_node, c.expected_node)
+                                          for c in mine) / len(mine),
         }
+        ranked_here = [c for c in mine if c.expected_rank is not None]
+        if ranked_here:
+            s.per_category[cat]["rank_accuracy"] = sum(
+                c.got_rank == c.expected_rank for c in ranked_here) / len(ranked_here)
+            s.per_category[cat]["baseline_rank_accuracy"] = sum(
+                c.baseline_rank == c.expected_rank for c in ranked_here) / len(ranked_here)
         s.confusion[cat] = dict(Counter(c.got_category for c in mine))
 
 
 def render_scores(s: Scores, console: Console) -> None:
+    ranks = any("rank_accuracy" in row for row in s.per_category.values())
     t = Table(title=f"goodput eval: {len(s.cases)} cases")
-    for col in ("category", "cases", "goodput cat", "goodput node", "baseline cat"):
+    cols = ["category", "cases", "goodput cat", "goodput node", "baseline cat", "baseline node"]
+    cols += ["goodput rank", "baseline rank"] if ranks else []
+    for col in cols:
         t.add_column(col, justify="right" if col != "category" else "left")
+
+    def pct(row: dict[str, float], key: str) -> str:
+        return f"{row[key]:.0%}" if key in row else ""
+
     for cat, row in s.per_category.items():
-        t.add_row(cat, str(int(row["cases"])), f"{row['category_accuracy']:.0%}",
-                  f"{row['node_accuracy']:.0%}", f"{row['baseline_category_accuracy']:.0%}")
+        t.add_row(cat, str(int(row["cases"])), pct(row, "category_accuracy"),
+                  pct(row, "node_accuracy"), pct(row, "baseline_category_accuracy"),
+                  pct(row, "baseline_node_accuracy"),
+                  *([pct(row, "rank_accuracy"), pct(row, "baseline_rank_accuracy")]
+                    if ranks else []))
     t.add_row("[bold]all[/]", str(len(s.cases)), f"[bold]{s.category_accuracy:.0%}[/]",
-              f"[bold]{s.node_accuracy:.0%}[/]", f"{s.baseline_category_accuracy:.0%}")
+              f"[bold]{s.node_accuracy:.0%}[/]", f"{s.baseline_category_accuracy:.0%}",
+              f"{s.baseline_node_accuracy:.0%}",
+              *([f"[bold]{s.rank_accuracy:.0%}[/]", f"{s.baseline_rank_accuracy:.0%}"]
+                if ranks else []))
     console.print(t)
-    console.print(f"baseline (blame the node with the most error lines): node accuracy "
-                  f"{s.baseline_node_accuracy:.0%}")
-    console.print(f"culprit rank accuracy (cases whose answer names a rank): "
-                  f"{s.rank_accuracy:.0%}")
+    console.print(f"baseline ({s.baseline or BASELINE_WORDS['failure']}): node accuracy "
+                  f"{s.baseline_node_accuracy:.0%}", markup=False)
+    console.print(f"culprit rank accuracy ({s.ranked_cases} cases whose answer names a rank): "
+                  f"{s.rank_accuracy:.0%}, baseline {s.baseline_rank_accuracy:.0%}")
     if s.windows_within_5min is not None:
         console.print(f"change point found within 5 minutes of the planted change: "
                       f"{s.windows_within_5min:.0%}")
@@ -207,7 +290,11 @@ def render_scores(s: Scores, console: Console) -> None:
     for exp, row in s.confusion.items():
         ct.add_row(exp, *(str(row.get(c, "")) for c in cats))
     console.print(ct)
-    wrong = [c for c in s.cases if not (c.category_ok and c.node_ok)]
+    wrong = [c for c in s.cases if not (c.category_ok and c.node_ok) or
+             c.expected_rank is not None and c.got_rank != c.expected_rank]
     for c in wrong:
+        rank = (f" rank {c.expected_rank} / got {c.got_rank}" if c.expected_rank is not None
+                else "")
         console.print(f"[red]miss[/] {c.case_id}: expected {c.expected_category}@"
-                      f"{c.expected_node}, got {c.got_category}@{c.got_node} ({c.confidence:.2f})")
+                      f"{c.expected_node}, got {c.got_category}@{c.got_node} ({c.confidence:.2f})"
+                      f"{rank}")

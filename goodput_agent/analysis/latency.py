@@ -4,7 +4,8 @@ outputs. Works on any MetricsSource (bundle files or a live Prometheus) with vLL
 Per window it reads the request-phase histograms (queue, prefill, decode, TTFT, inter-token),
 lengths, concurrency, KV-cache usage, preemptions and configuration; the verdict is decided on
 those numbers alone (GPU utilization is context, never weighed), in this order:
-1. kv_cache_pressure: the cache is (near) full and preemptions rose;
+1. kv_cache_pressure: the cache is (near) full and preemptions rose, or it holds the
+   waiting requests back;
 2. prompt_length / output_length: the requests changed (longer prompts with slower prefill and
    TTFT; longer outputs with longer decode while inter-token latency holds);
 3. queueing: the time in the queue grew with the waiting queue (more arrivals, or less capacity
@@ -57,7 +58,7 @@ T = TypeVar("T")
 RISE = 1.2  # an incident/baseline latency ratio below this is not a rise
 LENGTH_RISE = 1.3  # a mean length ratio that counts as longer requests
 KV_FULL_MAX, KV_FULL_MEAN = 0.95, 0.85
-MAX_FAILURES = 3  # consecutive source failures before the remaining numbers are not asked
+MAX_FAILURES = 3  # metrics failing in a row before the remaining numbers are not asked
 ESSENTIAL = ("e2e", "queue", "prefill", "decode", "ttft", "itl", "prompt_tokens",
              "output_tokens", "running", "waiting", "kv_usage", "preemptions")
 SERVICE_LABELS = (MODEL_LABEL, "service", "job", "app", "deployment")
@@ -75,23 +76,25 @@ class _Ask:
     def __init__(self, source: MetricsSource):
         self.source = source
         self.missing: list[MissingEvidence] = []
-        self.failures = 0
+        self.failing: set[str] = set()  # metrics that failed since the last success
         self.last_error = ""
 
-    def __call__(self, what: str, fn: Callable[[], T]) -> T | None:
-        if self.failures >= MAX_FAILURES:
+    def __call__(self, what: str, fn: Callable[[], T], metric: str = "") -> T | None:
+        """`fn()`, or None with a MissingEvidence. Once MAX_FAILURES different metrics fail
+        in a row the source is taken as down (a dead server would time out on each)."""
+        if len(self.failing) >= MAX_FAILURES:
             self.missing.append(MissingEvidence(
-                what=what, why=f"not asked: the source failed {self.failures} times in a row "
-                               f"(last: {self.last_error})"))
+                what=what, why=f"not asked: the source failed for {len(self.failing)} metrics "
+                               f"in a row (last: {self.last_error})"))
             return None
         try:
             out = fn()
         except MetricsUnavailable as exc:
-            self.failures += 1
+            self.failing.add(metric or what)
             self.last_error = str(exc)
             self.missing.append(MissingEvidence(what=what, why=str(exc)))
             return None
-        self.failures = 0
+        self.failing.clear()
         return out
 
     def origin(self, metric: str) -> str:
@@ -132,9 +135,10 @@ def _dist(ask: _Ask, metric: str, labels: dict[str, str], w: TimeWindow, label: 
     sel = Selector(metric=metric, labels=labels)
     src = ask.source
     return Dist(**{f"p{int(q * 100)}": ask(f"histogram_quantile({q}, {metric}) {label}",
-                                          lambda q=q: src.quantile(q, sel, w))
+                                          lambda q=q: src.quantile(q, sel, w), metric)
                    for q in (0.5, 0.9, 0.99)},
-                mean=ask(f"mean of {metric} {label}", lambda: src.histogram_mean(sel, w)))
+                mean=ask(f"mean of {metric} {label}", lambda: src.histogram_mean(sel, w),
+                         metric))
 
 
 def _per_engine(ask: _Ask, metric: str, labels: dict[str, str], w: TimeWindow,
@@ -156,14 +160,21 @@ def _per_engine(ask: _Ask, metric: str, labels: dict[str, str], w: TimeWindow,
 
 
 def _info_config(ask: _Ask, metric: str, labels: dict[str, str], w: TimeWindow) -> dict[str, str]:
+    """The info metric's label values in effect for most of the window (a restart leaves the
+    old series visible for the lookback after its last sample)."""
     src = ask.source
     out: dict[str, str] = {}
     for key in INFO_KEYS:
         values = ask(f"{key} of {metric}", lambda k=key: src.label_values(k, metric)) or set()
+        cover: dict[str, int] = {}
         for v in sorted(values):
             sel = Selector(metric=metric, labels={**labels, key: v})
-            if ask(f"{sel.promql()} in window", lambda s=sel: src.gauge_mean(s, w)) is not None:
-                out.update(config_from_info({key: v}))
+            pts = ask(f"{sel.promql()} over the window",
+                      lambda s=sel: src.gauge_series(s, w, STEP_S)) or []
+            if pts:
+                cover[v] = len(pts)
+        if cover:
+            out.update(config_from_info({key: max(cover, key=lambda v: cover[v])}))
     return out
 
 
@@ -267,7 +278,7 @@ def _fmt(v: float | None, unit: str = "s") -> str:
         return f"{v * 100:.0f}%"
     if unit == "/s":
         return f"{v:.3g}/s"
-    return f"{v:.3g}{unit}"
+    return f"{v:.0f}{unit}" if abs(v) >= 100 else f"{v:.3g}{unit}"
 
 
 def _when(w: TimeWindow) -> str:
@@ -374,17 +385,26 @@ class _Evidence:
                 f"{_when(self.b.window)} = {_fmt(vb, unit)}")
         self.events.append(Event(
             kind=EventKind.metric_series, role=Role.primary if primary else Role.context,
-            category=category if primary else None, ts=self.i.window.start, clock=Clock.absolute,
+            category=category, ts=self.i.window.start, clock=Clock.absolute,
             summary=span, locator=Locator(path=self.ask.origin(metric), line_start=0,
                                           line_end=0, span=span),
             excerpt=span, detail={"metric": metric, "query": text, "baseline": vb,
                                   "incident": vi}))
 
+    def for_verdict(self, category: str | None) -> list[Event]:
+        """The verdict's own numbers first, as primary evidence; what was looked at for the
+        other causes follows as context."""
+        e2e = self.names.get("e2e")
+        own = sorted((e for e in self.events if e.category == category and
+                      e.role == Role.primary), key=lambda e: e.detail["metric"] != e2e)
+        rest = [e.model_copy(update={"role": Role.context, "category": None})
+                for e in self.events if not (e.category == category and e.role == Role.primary)]
+        return own + rest
+
 
 def _headline(ev: _Evidence, f: _Facts, category: str | None) -> None:
     ev.add("e2e", "histogram_quantile(0.9, {m})", f.b.e2e.p90, f.i.e2e.p90, "s", category)
-    ev.add("e2e", "histogram_quantile(0.5, {m})", f.b.e2e.p50, f.i.e2e.p50, "s", category,
-           primary=False)
+    ev.add("e2e", "histogram_quantile(0.5, {m})", f.b.e2e.p50, f.i.e2e.p50, "s", category)
 
 
 FIXES: dict[str, tuple[list[str], list[str]]] = {
@@ -428,10 +448,11 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
                      f"{_fmt(i.e2e.p90)}, p50 {_fmt(b.e2e.p50)} -> {_fmt(i.e2e.p50)}"
                      + (f"; configuration changed ({', '.join(changed)}) without a latency "
                         "effect" if changed else "")),
-            deciding=deciding, evidence=ev.events,
+            deciding=deciding, evidence=ev.for_verdict(None),
             unknowns=["no latency rise between the windows: nothing to explain"])
 
     cand: list[tuple[str, float, str]] = []  # category, confidence, summary
+    also: dict[str, str] = {}  # why a cause that is also seen is not the first one
     why_not: dict[str, str] = {}
     kv_full, pre_up = f.kv_full(), f.preemptions_up()
     # a full cache that holds waiting requests back is the limit too (vLLM admits a request
@@ -448,17 +469,13 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
             if f.below_batch_limit():
                 held += (f" while at most {i.running_max or 0:.0f} of max_num_seqs "
                          f"{f.max_num_seqs} run")
-        extra = [f"{c.key} {c.baseline} -> {c.incident}" for k, c in changed.items()
-                 if k in ("gpu_memory_utilization", "num_gpu_blocks", "tensor_parallel_size",
-                          "kv_cache_dtype", "max_model_len")]
         cand.append(("kv_cache_pressure", conf,
                      f"The KV cache is the limit: usage peaks at {_fmt(i.kv_usage_max, '%')} "
                      f"(mean {_fmt(i.kv_usage_mean, '%')}, baseline "
                      f"{_fmt(b.kv_usage_mean, '%')}) and requests are preempted "
                      f"{_fmt(i.preemption_rate, '/s')} (baseline "
                      f"{_fmt(b.preemption_rate or 0.0, '/s')}){held}; decode p90 "
-                     f"{_fmt(b.decode.p90)} -> {_fmt(i.decode.p90)}"
-                     + (f"; the cache shrank at a redeploy ({'; '.join(extra)})" if extra else "")))
+                     f"{_fmt(b.decode.p90)} -> {_fmt(i.decode.p90)}"))
         ev.add("kv_usage", "max_over_time({m})", b.kv_usage_max, i.kv_usage_max, "%",
                "kv_cache_pressure")
         ev.add("preemptions", "rate({m})", b.preemption_rate, i.preemption_rate, "/s",
@@ -480,12 +497,15 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
                         f"{_fmt(i.prompt_tokens.mean, ' tok')} (x{f.prompt:.2f}); prefill p90 "
                         f"{_fmt(b.prefill.p90)} -> {_fmt(i.prefill.p90)}, TTFT p90 "
                         f"{_fmt(b.ttft.p90)} -> {_fmt(i.ttft.p90)}", share))
+    elif f.prompt is None:
+        why_not["prompt_length"] = "no prompt-length histogram"
     else:
         why_not["prompt_length"] = (
             f"prompt length x{f.prompt:.2f} (mean {_fmt(b.prompt_tokens.mean, ' tok')} -> "
-            f"{_fmt(i.prompt_tokens.mean, ' tok')}), prefill p90 x{f.prefill_p90 or 0:.2f}: "
-            "prompts did not get materially longer" if f.prompt is not None else
-            "no prompt-length histogram")
+            f"{_fmt(i.prompt_tokens.mean, ' tok')}), prefill p90 x{f.prefill_p90 or 0:.2f}, "
+            f"TTFT p90 x{f.ttft_p90 or 0:.2f}: " + (
+                "prompts did not get materially longer" if f.prompt < LENGTH_RISE else
+                "longer prompts, but prefill and TTFT did not move"))
     if f.longer_outputs():
         share = f.share("decode") or 0.0
         flat_itl = f.itl is None or f.itl < LENGTH_RISE
@@ -496,13 +516,19 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
                         f"latency moved x{f.itl or 0:.2f} ({_fmt(b.itl.mean)} -> "
                         f"{_fmt(i.itl.mean)}): the engine is as fast per token, the answers "
                         "are longer", share))
+    elif f.output is None:
+        why_not["output_length"] = "no output-length histogram"
     else:
         why_not["output_length"] = (
             f"output length x{f.output:.2f} (mean {_fmt(b.output_tokens.mean, ' tok')} -> "
-            f"{_fmt(i.output_tokens.mean, ' tok')}): generations did not get materially longer"
-            if f.output is not None else "no output-length histogram")
-    for cat, conf, text, _share in sorted(lengths, key=lambda x: -x[3]):
+            f"{_fmt(i.output_tokens.mean, ' tok')}), decode p90 x{f.decode_p90 or 0:.2f}: " + (
+                "generations did not get materially longer" if f.output < LENGTH_RISE else
+                "longer generations, but decode time did not move"))
+    for k, (cat, conf, text, _share) in enumerate(sorted(lengths, key=lambda x: -x[3])):
         cand.append((cat, conf, text))
+        also[cat] = ("the requests are longer too, but the cache is the limit they hit"
+                     if cand[0][0] == "kv_cache_pressure" else
+                     "longer too, but its phase rose less" if k else "")
         if cat == "prompt_length":
             ev.add("prompt_tokens", "mean of {m}", b.prompt_tokens.mean, i.prompt_tokens.mean,
                    " tok", cat)
@@ -531,6 +557,12 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
         if f.at_batch_limit():
             why.append(f"running requests reach the batch limit ({i.running_max:.0f} of "
                        f"max_num_seqs {f.max_num_seqs})")
+        also["queueing"] = (
+            f"requests do wait longer (queue p90 {_fmt(b.queue.p90)} -> {_fmt(i.queue.p90)}), "
+            "but as a consequence: " + (
+                "the full KV cache holds them back, so raising max_num_seqs would not help"
+                if cand and cand[0][0] == "kv_cache_pressure" else
+                "the requests changed and take the capacity"))
         cand.append(("queueing", 0.85 if why else 0.65,
                      f"Requests wait in the queue: queue p90 {_fmt(b.queue.p90)} -> "
                      f"{_fmt(i.queue.p90)}, waiting {b.waiting_mean or 0:.1f} -> "
@@ -554,9 +586,10 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
                           f"{_fmt(i.itl.mean)}) with the same lengths, no queue and no KV "
                           "pressure: each decode step is slower (GPU clocks, a noisy "
                           "neighbour, a different model build) - outside these metrics")
-            ev.add("itl", "mean of {m}", b.itl.mean, i.itl.mean, "s", None, primary=False)
+            ev.add("itl", "mean of {m}", b.itl.mean, i.itl.mean, "s", None)
         return LatencyVerdict(
-            category="unknown", confidence=0.4, deciding=deciding, evidence=ev.events,
+            category="unknown", confidence=0.4, deciding=deciding,
+            evidence=ev.for_verdict(None),
             summary=(f"End-to-end latency rose (p90 {_fmt(b.e2e.p90)} -> {_fmt(i.e2e.p90)}) "
                      "but none of queueing, KV-cache pressure, prompt or output length explains "
                      "it" + (f": {slower[0]}" if slower else "")),
@@ -568,17 +601,47 @@ def decide(f: _Facts, ev: _Evidence, diff: list[ConfigChange],
     _headline(ev, f, cat)
     if missing:
         conf = max(0.2, conf - 0.2)
-    config_notes = [f"{c.key} {c.baseline} -> {c.incident} ({c.source})" for c in diff]
+    config_notes = [f"{c.key} {c.baseline} -> {c.incident} ({c.source}; {weigh(cat, c)})"
+                    for c in diff]
     if config_notes:
         summary += "; configuration diff between the windows: " + "; ".join(config_notes)
     would, would_not = FIXES[cat]
-    alternatives = [(c, round(min(cf, conf) * 0.5, 2),
-                     f"also seen, but {cat} comes first: {t}") for c, cf, t in cand[1:]]
+    alternatives = [(c, round(min(cf, conf) * 0.5, 2), also.get(c) or t)
+                    for c, cf, t in cand[1:]]
     alternatives += [(c, 0.05, w) for c, w in why_not.items()]
     return LatencyVerdict(category=cat, confidence=round(conf, 2), summary=summary,
                           deciding=deciding, would_fix=list(would),
-                          would_not_fix=list(would_not), evidence=ev.events,
+                          would_not_fix=list(would_not), evidence=ev.for_verdict(cat),
                           alternatives=alternatives)
+
+
+# the direction of a change that takes capacity away, per cause it can explain
+_LESS = {"max_num_seqs": ("queueing", -1), "gpu_memory_utilization": ("kv_cache_pressure", -1),
+         "num_gpu_blocks": ("kv_cache_pressure", -1),
+         "tensor_parallel_size": ("kv_cache_pressure", -1),
+         "max_model_len": ("kv_cache_pressure", 1)}
+
+
+def weigh(category: str, c: ConfigChange) -> str:
+    """Whether a configuration change can explain the verdict."""
+    if c.key == "kv_cache_dtype" and category == "kv_cache_pressure":
+        fp8 = [str(v).startswith("fp8") for v in (c.baseline, c.incident)]
+        return "explains it: fp8 halves the bytes per cached token" if fp8 == [True, False] \
+            else "does not shrink the cache"
+    rule = _LESS.get(c.key)
+    try:
+        up = float(c.incident or "nan") > float(c.baseline or "nan")
+        down = float(c.incident or "nan") < float(c.baseline or "nan")
+    except ValueError:
+        up = down = False
+    if rule and rule[0] == category and (down if rule[1] < 0 else up):
+        return "explains it: " + ("fewer batch slots for the same arrivals"
+                                  if category == "queueing" else "a smaller KV cache")
+    if category in ("prompt_length", "output_length"):
+        return "not the cause: configuration does not change request lengths"
+    if rule and rule[0] == category:
+        return "not the cause: it adds capacity"
+    return "not a known cause of this"
 
 
 def config_diff(b: WindowStats, i: WindowStats, revisions: list[ConfigRevision],
@@ -638,12 +701,15 @@ def analyse(source: MetricsSource, service_labels: dict[str, str],
     span = ask(f"time span of {e2e}", lambda: source.span(e2e))
     span = _intersect(span, search) if span else None
     timeline: dict[str, list[Point]] = {}
+    step, rate_window = STEP_S, RATE_WINDOW_S
     if span is not None:
+        # at most ~720 points; every sample in some point's rate window
         step = max(STEP_S, math.ceil(span.seconds / 720 / STEP_S) * STEP_S)
+        rate_window = max(RATE_WINDOW_S, 2 * step)
         for q in (0.5, 0.9):
             timeline[f"p{int(q * 100)}"] = ask(
-                f"histogram_quantile({q}, rate({e2e}_bucket[{RATE_WINDOW_S:.0f}s])) over time",
-                lambda q=q: source.quantile_series(q, sel, span, step, RATE_WINDOW_S)) or []
+                f"histogram_quantile({q}, rate({e2e}_bucket[{rate_window:.0f}s])) over time",
+                lambda q=q: source.quantile_series(q, sel, span, step, rate_window), e2e) or []
     windows = None
     if baseline and incident:
         windows = WindowChoice(baseline=baseline, incident=incident, how="user")
@@ -651,10 +717,10 @@ def analyse(source: MetricsSource, service_labels: dict[str, str],
         change = None
         if not (baseline or incident):
             change = find_change([timeline.get("p50", []), timeline.get("p90", [])],
-                                 RATE_WINDOW_S)
+                                 rate_window)
         windows = choose_windows(span, change, baseline, incident,
                                  detection=f"p50 and p90 of {e2e}, {step:.0f}s step, "
-                                           f"{RATE_WINDOW_S:.0f}s rate window")
+                                           f"{rate_window:.0f}s rate window")
     if windows is None:
         return _partial_result(ask, service_labels, names, None,
                                "not enough latency data to compare two windows", timeline)
@@ -663,7 +729,9 @@ def analyse(source: MetricsSource, service_labels: dict[str, str],
     diff = config_diff(b, i, revisions, names["cache_config"])
     facts = _Facts(b, i)
     verdict = decide(facts, _Evidence(ask, names, service_labels, b, i), diff, ask.missing)
-    verdict.unknowns += [f"missing: {m.what} ({m.why})" for m in ask.missing]
+    if ask.missing:
+        verdict.unknowns.append(f"partial: {len(ask.missing)} number(s) could not be had "
+                                "(listed under missing)")
     ratios = {"e2e_p50": facts.e2e_p50, "e2e_p90": facts.e2e_p90,
               "queue_p90": _ratio(i.queue.p90, b.queue.p90), "prefill_p90": facts.prefill_p90,
               "decode_p90": facts.decode_p90, "ttft_p90": facts.ttft_p90, "itl": facts.itl,

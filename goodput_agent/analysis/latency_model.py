@@ -55,7 +55,7 @@ class WindowStats(BaseModel):
     kv_usage_mean: float | None = None  # 0..1, mean over engines
     kv_usage_max: float | None = None
     preemption_rate: float | None = None  # per second
-    gpu_util_mean: float | None = None  # context only (never decides)
+    gpu_util_mean: float | None = None  # over all GPUs the source has; context only
     config: dict[str, str] = Field(default_factory=dict)
 
 

@@ -34,18 +34,56 @@ from goodput_agent.errors import BadInput
 from goodput_agent.metrics.source import Point, Selector, TimeWindow
 from goodput_agent.metrics.vllm_names import ConfigRevision, parse_engine_args
 from goodput_agent.parsing.base import ParseError
-from goodput_agent.parsing.lines import _open, iter_lines, read_head
+from goodput_agent.parsing.lines import CHUNK_BYTES, MAX_LINE_CHARS, _open, read_head
 from goodput_agent.parsing.openmetrics import _SAMPLE, Series, _labels
 
 LOOKBACK_S = 300.0  # Prometheus' default lookback delta
 GAUGE_STEP_S = 15.0
 _MS_THRESHOLD = 1e11  # timestamps above this are milliseconds
 
-_Key = tuple[str, str]  # (metric name, raw label text)
+def _text_lines(path: Path) -> Iterator[str]:
+    """Every line, read in large chunks and decoded a chunk at a time (a metrics dump has
+    millions of short lines); a line longer than MAX_LINE_CHARS is cut, and a chunk without
+    any newline is dropped rather than held."""
+    with _open(path) as fh:
+        carry = b""
+        while True:
+            block = fh.read(CHUNK_BYTES)
+            if not block:
+                if carry:
+                    yield carry[:MAX_LINE_CHARS].decode("utf-8", errors="replace")
+                return
+            buf = carry + block
+            cut = buf.rfind(b"\n")
+            if cut == -1:
+                carry = buf if len(buf) <= CHUNK_BYTES else b""
+                continue
+            carry = buf[cut + 1:]
+            for line in buf[:cut].decode("utf-8", errors="replace").split("\n"):
+                yield line[:MAX_LINE_CHARS].rstrip("\r")
 
 
 def _ts_seconds(ts: float) -> float:
     return ts / 1000.0 if ts > _MS_THRESHOLD else ts
+
+
+class _Raw:
+    """A series being read: its times and values side by side (no tuple per sample)."""
+
+    __slots__ = ("name", "labels", "t", "v")
+
+    def __init__(self, name: str, labels: dict[str, str]):
+        self.name, self.labels = name, labels
+        self.t: list[float] = []
+        self.v: list[float] = []
+
+    def settle(self) -> None:
+        """Sorted by time, one value per timestamp (the last read wins)."""
+        t = self.t
+        if all(a < b for a, b in zip(t, t[1:], strict=False)):
+            return
+        merged = dict(sorted(zip(t, self.v, strict=True), key=lambda p: p[0]))
+        self.t, self.v = list(merged), list(merged.values())
 
 
 class _Reader:
@@ -55,8 +93,7 @@ class _Reader:
         self.want = want
         self.untimed_at = untimed_at
         self.wanted: dict[str, bool] = {}
-        self.by_raw: dict[_Key, Series] = {}
-        self.by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], Series] = {}
+        self.by_labels: dict[tuple[str, tuple[tuple[str, str], ...]], _Raw] = {}
         self.origins: dict[str, list[str]] = {}
 
     def _keep(self, name: str) -> bool:
@@ -65,29 +102,41 @@ class _Reader:
             ok = self.wanted[name] = self.want is None or bool(self.want(name))
         return ok
 
-    def series(self, name: str, labels: dict[str, str], rel: str) -> Series:
+    def series(self, name: str, labels: dict[str, str], rel: str) -> _Raw:
         key = (name, tuple(sorted(labels.items())))
         s = self.by_labels.get(key)
         if s is None:
-            s = self.by_labels[key] = Series(name=name, labels=labels)
-            where = self.origins.setdefault(name, [])
-            if rel not in where:
-                where.append(rel)
+            s = self.by_labels[key] = _Raw(name, labels)
+        where = self.origins.setdefault(name, [])
+        if rel not in where:
+            where.append(rel)
         return s
 
     def text(self, path: Path, rel: str) -> None:
-        self.by_raw.clear()  # raw label text is only a cache within one file
-        for _, line in iter_lines(path):
+        # the series part of a line (name and labels, as written) is looked up first; only a
+        # new one goes through the sample regex
+        known: dict[str, _Raw | None] = {}
+        for line in _text_lines(path):
             if not line or line[0] == "#":
                 continue
-            m = _SAMPLE.match(line)
-            if not m or not self._keep(m["name"]):
+            space, brace = line.find(" "), line.find("{")
+            cut = line.find("}", brace) + 1 if brace != -1 and (space == -1 or brace < space) \
+                else space
+            if cut <= 0:
                 continue
+            head = line[:cut]
+            s = known.get(head, False)
+            if s is False:
+                m = _SAMPLE.match(line)
+                s = known[head] = self.series(m["name"], _labels(m["labels"]), rel) \
+                    if m and self._keep(m["name"]) else None
+            if s is None:
+                continue
+            parts = line[cut:].split(None, 2)
             try:
-                value = float(m["value"])
-                ts_text = m["ts"]
-                ts = float(ts_text) if ts_text and ts_text != "#" else None
-            except ValueError:
+                value = float(parts[0])
+                ts = float(parts[1]) if len(parts) > 1 and parts[1] != "#" else None
+            except (ValueError, IndexError):
                 continue
             if math.isnan(value):  # staleness markers and empty histograms carry no sample
                 continue
@@ -95,11 +144,8 @@ class _Reader:
                 if self.untimed_at is None:
                     continue
                 ts = self.untimed_at
-            raw = (m["name"], m["labels"] or "")
-            s = self.by_raw.get(raw)
-            if s is None:
-                s = self.by_raw[raw] = self.series(m["name"], _labels(m["labels"]), rel)
-            s.points.append((_ts_seconds(ts), value))
+            s.t.append(ts / 1000.0 if ts > _MS_THRESHOLD else ts)
+            s.v.append(value)
 
     def api_json(self, path: Path, rel: str) -> None:
         n = 0
@@ -136,19 +182,13 @@ class _Reader:
             except (TypeError, ValueError, IndexError):
                 continue
             if not math.isnan(value):
-                s.points.append((_ts_seconds(ts), value))
+                s.t.append(_ts_seconds(ts))
+                s.v.append(value)
 
-    def finish(self) -> list[Series]:
-        out = []
-        for s in self.by_labels.values():
-            if not s.points:
-                continue
-            s.points.sort(key=lambda p: p[0])
-            dedup: dict[float, float] = {}
-            for t, v in s.points:
-                dedup[t] = v  # the last file read wins for a repeated timestamp
-            s.points = list(dedup.items())
-            out.append(s)
+    def finish(self) -> list[_Raw]:
+        out = [s for s in self.by_labels.values() if s.t]
+        for s in out:
+            s.settle()
         return out
 
 
@@ -174,7 +214,8 @@ def load_series(paths: Iterable[Path], want: Callable[[str], bool] | None = None
                 untimed_at: float | None = None, root: Path | None = None) -> list[Series]:
     """Every series in the files (only names for which `want` is true). Samples without a
     timestamp are dropped unless `untimed_at` gives them one (a single /metrics scrape)."""
-    return _read(paths, want, untimed_at, root).finish()
+    return [Series(name=s.name, labels=s.labels, points=list(zip(s.t, s.v, strict=True)))
+            for s in _read(paths, want, untimed_at, root).finish()]
 
 
 # --------------------------------------------------------------------------- the source
@@ -186,14 +227,12 @@ class _Ser:
 
     __slots__ = ("labels", "t", "v", "adj", "le")
 
-    def __init__(self, s: Series):
-        self.labels = s.labels
-        self.t = [p[0] for p in s.points]
-        self.v = [p[1] for p in s.points]
+    def __init__(self, labels: dict[str, str], t: list[float], v: list[float]):
+        self.labels, self.t, self.v = labels, t, v
         offsets = accumulate((prev if cur < prev else 0.0 for prev, cur in
                               zip(self.v, self.v[1:], strict=False)), initial=0.0)
         self.adj = [v + off for v, off in zip(self.v, offsets, strict=True)]
-        le = s.labels.get("le")
+        le = labels.get("le")
         try:
             self.le = float(le) if le is not None else None
         except ValueError:
@@ -279,15 +318,22 @@ class FileMetricsSource:
         self._by_name: dict[str, list[_Ser]] = {}
         for s in series:
             if s.points:
-                self._by_name.setdefault(s.name, []).append(_Ser(s))
+                ts, vs = zip(*sorted(s.points), strict=True)
+                self._add(s.name, _Ser(s.labels, list(ts), list(vs)))
         self._origins = origins or {}
+
+    def _add(self, name: str, s: _Ser) -> None:
+        self._by_name.setdefault(name, []).append(s)
 
     @classmethod
     def from_files(cls, paths: Iterable[Path], *, root: Path | None = None,
                    want: Callable[[str], bool] | None = None,
                    untimed_at: float | None = None) -> FileMetricsSource:
         reader = _read(paths, want, untimed_at, root)
-        return cls(reader.finish(), reader.origins)
+        source = cls((), reader.origins)
+        for s in reader.finish():
+            source._add(s.name, _Ser(s.labels, s.t, s.v))
+        return source
 
     def origin(self, metric: str) -> str:
         """The bundle file(s) a metric came from, for evidence locators."""

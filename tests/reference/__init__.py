@@ -1,0 +1,1 @@
+"""Reference implementations Goodput is checked against (run in their own environments)."""
