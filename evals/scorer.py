@@ -37,6 +37,7 @@ class CaseResult(BaseModel):
     misleading: bool = False
     kind: str = "failure"
     change_error_s: float | None = None  # latency: |chosen change point - planted change|
+    windows_given: bool = False  # latency: the incident named both windows (nothing to find)
 
     @property
     def category_ok(self) -> bool:
@@ -90,9 +91,9 @@ def suite_dir(name: str) -> Path:
 def _change_error(report_latency: dict | None, expected: dict) -> float | None:
     from datetime import datetime
 
-    got = ((report_latency or {}).get("windows") or {}).get("change_at")
-    want = expected.get("change_at")
-    if not got or not want:
+    windows = (report_latency or {}).get("windows") or {}
+    got, want = windows.get("change_at"), expected.get("change_at")
+    if not got or not want or windows.get("how") == "user":
         return None
     return abs((datetime.fromisoformat(str(got).replace("Z", "+00:00"))
                 - datetime.fromisoformat(str(want).replace("Z", "+00:00"))).total_seconds())
@@ -208,7 +209,9 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
                     confidence=report.root_cause.confidence, baseline_category=b_cat,
                     baseline_node=b_node, baseline_rank=b_rank,
                     misleading=bool(expected.get("misleading")),
-                    kind=kind, change_error_s=_change_error(report.latency, expected)))
+                    kind=kind, change_error_s=_change_error(report.latency, expected),
+                    windows_given=((report.latency or {}).get("windows") or {}).get("how")
+                    == "user"))
         finally:
             ledger.close()
     scores.baseline = "; ".join(BASELINE_WORDS.get(k, k) for k in sorted(kinds))
@@ -224,7 +227,9 @@ def _aggregate(s: Scores) -> None:
                                        for c in s.cases) / n
     s.baseline_node_accuracy = sum(_same_node(c.baseline_node, c.expected_node)
                                    for c in s.cases) / n
-    timed = [c for c in s.cases if c.kind == "latency" and c.expected_category != "unknown"]
+    # only where Goodput had to find the change itself (not where the user gave both windows)
+    timed = [c for c in s.cases if c.kind == "latency" and c.expected_category != "unknown"
+             and not c.windows_given]
     if timed:
         s.windows_within_5min = sum(c.change_error_s is not None and c.change_error_s <= 300
                                     for c in timed) / len(timed)

@@ -125,11 +125,11 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
                   ledger_path: Path | None, as_json: bool) -> None:
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.timespec import parse_window, since
+    from goodput_agent.timespec import looking_back, parse_window
 
     b = parse_window(baseline, tz_name=tz_name) if baseline else None
     i = parse_window(incident, tz_name=tz_name) if incident else None
-    search = since(since_text) if since_text else None
+    search = looking_back(since_text, tz_name=tz_name) if since_text else None
     with open_ledger(ledger_path) as ledger:
         report = investigate_prometheus(url, ledger, service, b, i, search, timeout_s)
     _show(report, as_json)
@@ -143,7 +143,8 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
               help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
 @_with(prometheus_options)
 @click.option("--since", "since_text", default=None, metavar="DURATION",
-              help="With --prometheus: look back this far for the change (e.g. 6h).")
+              help="With --prometheus: look back this far for the change (6h), or search "
+                   "this window (10:00-11:00, START/END).")
 @json_option
 @ledger_option
 def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
@@ -167,7 +168,8 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
               help="Good window: 10:00-11:00 or START/END in ISO 8601.")
 @click.option("--incident", default=None, metavar="WINDOW", help="Bad window, same forms.")
 @click.option("--since", "since_text", default=None, metavar="DURATION",
-              help="Without windows: look back this far for the change (default 6h).")
+              help="Without windows: look back this far for the change (default 6h), or "
+                   "search this window (10:00-11:00, START/END).")
 @json_option
 @ledger_option
 def latency(prometheus_url: str | None, service: str | None, tz_name: str | None,

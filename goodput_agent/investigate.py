@@ -56,7 +56,10 @@ def investigate_prometheus(url: str, ledger: Ledger, service: str | None,
     """The latency question against a live Prometheus: no bundle, queries pushed down."""
     from goodput_agent.metrics.prometheus import PrometheusSource
 
-    source = PrometheusSource(url, timeout_s=timeout_s)
+    given = [w for w in (search, baseline, incident) if w is not None]
+    horizon = TimeWindow(start=min(w.start for w in given),
+                         end=max(w.end for w in given)) if given else None
+    source = PrometheusSource(url, timeout_s=timeout_s, horizon=horizon)
     args = {"service": service, **{k: w.model_dump(mode="json") if w else None for k, w in
                                    (("baseline", baseline), ("incident", incident),
                                     ("search", search))}}

@@ -173,6 +173,8 @@ def render_latency(lat: dict, console: Console) -> None:
     """The two windows compared, each number on its own (percentiles of phases don't add)."""
     w = lat.get("windows") or {}
     b, i = lat.get("baseline") or {}, lat.get("incident") or {}
+    if not (b or i):
+        return  # nothing was measured: the notes say why
     title = "Baseline vs incident"
     if w:
         title += (f" (windows: {w.get('how')}; baseline {_clock(w['baseline']['start'])}–"

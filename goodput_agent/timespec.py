@@ -64,3 +64,11 @@ def parse_window(text: str, day: date | None = None, tz_name: str | None = None)
 def since(duration: str, now: datetime | None = None) -> TimeWindow:
     end = now or datetime.now(UTC)
     return TimeWindow(start=end - parse_duration(duration), end=end)
+
+
+def looking_back(text: str, now: datetime | None = None, tz_name: str | None = None
+                 ) -> TimeWindow:
+    """`6h` (the last six hours) or a window in parse_window's forms."""
+    if _DURATION.match(text):
+        return since(text, now)
+    return parse_window(text, tz_name=tz_name)

@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel
 
 from goodput_agent.analysis.latency_model import LatencyResult
-from goodput_agent.metrics.source import MetricsSource, TimeWindow
+from goodput_agent.metrics.source import MetricsSource, MetricsUnavailable, TimeWindow
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
 CONFIG_FOLDERS = frozenset({"config", "configs", "engine"})
@@ -52,7 +52,7 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     timeout_s = 300.0
 
     def run(self, ctx: ToolContext, args: LatencyInput) -> LatencyResult:
-        from goodput_agent.analysis.latency import analyse, resolve_service
+        from goodput_agent.analysis.latency import analyse, resolve_service, source_failed
 
         if ctx.metrics is not None:
             source, revisions = ctx.metrics, []
@@ -60,7 +60,11 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
                 revisions = bundle_source(ctx)[1]
         else:
             source, revisions = bundle_source(ctx)
-        labels = resolve_service(source, args.service)
+        try:
+            labels = resolve_service(source, args.service)
+        except MetricsUnavailable as exc:
+            return source_failed(source, f"the service's series ({args.service or 'any'})",
+                                 str(exc))
         return analyse(source, labels, args.baseline, args.incident, search=args.search,
                        revisions=revisions)
 

@@ -669,6 +669,13 @@ def _partial_result(ask: _Ask, labels: dict[str, str], names: dict[str, str | No
                                                 unknowns=[why]))
 
 
+def source_failed(source: MetricsSource, what: str, why: str) -> LatencyResult:
+    """The result when the source fails before any number is had (down, mute, refusing)."""
+    ask = _Ask(source)
+    ask.missing.append(MissingEvidence(what=what, why=why))
+    return _partial_result(ask, {}, {}, None, f"the metrics source failed: {why}")
+
+
 def _intersect(span: TimeWindow, search: TimeWindow | None) -> TimeWindow | None:
     if search is None:
         return span

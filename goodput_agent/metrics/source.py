@@ -36,8 +36,13 @@ class Selector(BaseModel):
     def promql(self) -> str:
         if not self.labels:
             return self.metric
-        inner = ",".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
+        inner = ",".join(f'{k}="{_quoted(v)}"' for k, v in sorted(self.labels.items()))
         return f"{self.metric}{{{inner}}}"
+
+
+def _quoted(value: str) -> str:
+    """A label value inside PromQL's double quotes (values come from the data: escape them)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 class Point(BaseModel):
