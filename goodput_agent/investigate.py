@@ -33,12 +33,25 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
         report = run_investigation(
             planner, ctx, ledger, question=question, kind=chosen, target=str(path),
             unread=lambda: {u.path: u.reason for u in bundle.inventory.unread})
-        # pictures go next to the ledger that holds the report, one folder per investigation
         if report.breakdown is not None:
-            out = pictures_dir or ledger.path.parent / "reports" / (
-                report.investigation_id or "latest")
-            report.pictures = draw_slowdown_pictures(report, bundle.root, out)
-        return report
+            report.pictures = draw_slowdown_pictures(
+                report, bundle.root, _pictures_dir(ledger, report, pictures_dir))
+        return with_latency_pictures(report, ledger, pictures_dir)
+
+
+def _pictures_dir(ledger: Ledger, report: Report, chosen: Path | None) -> Path:
+    """Pictures go next to the ledger that holds the report, one folder per investigation."""
+    return chosen or ledger.path.parent / "reports" / (report.investigation_id or "latest")
+
+
+def with_latency_pictures(report: Report, ledger: Ledger, pictures_dir: Path | None) -> Report:
+    if report.latency is not None and (report.latency.get("timeline")
+                                       or report.latency.get("baseline")):
+        from goodput_agent.pictures.latency_charts import draw_latency_pictures
+
+        out = _pictures_dir(ledger, report, pictures_dir)
+        report.pictures = [str(p.resolve()) for p in draw_latency_pictures(report.latency, out)]
+    return report
 
 
 def _window(w: object) -> dict | None:
@@ -52,7 +65,8 @@ def _latency_args(spec: IncidentSpec) -> dict:
 
 def investigate_prometheus(url: str, ledger: Ledger, service: str | None,
                            baseline: TimeWindow | None = None, incident: TimeWindow | None = None,
-                           search: TimeWindow | None = None, timeout_s: float = 30.0) -> Report:
+                           search: TimeWindow | None = None, timeout_s: float = 30.0,
+                           pictures_dir: Path | None = None) -> Report:
     """The latency question against a live Prometheus: no bundle, queries pushed down."""
     from goodput_agent.metrics.prometheus import PrometheusSource
 
@@ -65,8 +79,9 @@ def investigate_prometheus(url: str, ledger: Ledger, service: str | None,
                                     ("search", search))}}
     planner = OfflinePlanner("latency", {"latency_metrics": args}, with_bundle=False)
     question = f"why did inference latency of {service or 'the service'} rise?"
-    return run_investigation(planner, ToolContext(metrics=source), ledger, question=question,
-                             kind="latency", target=source.name, unread=dict)
+    report = run_investigation(planner, ToolContext(metrics=source), ledger, question=question,
+                               kind="latency", target=source.name, unread=dict)
+    return with_latency_pictures(report, ledger, pictures_dir)
 
 
 def draw_slowdown_pictures(report: Report, root: Path, out: Path) -> list[str]:

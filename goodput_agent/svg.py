@@ -63,6 +63,16 @@ class Svg:
                            f'y2="{_num(y2)}" stroke="{clean(stroke)}" '
                            f'stroke-width="{_num(width)}"{extra}/>')
 
+    def polyline(self, points: list[tuple[float, float]], stroke: str, width: float = 1.5,
+                 title: str | None = None) -> None:
+        coords = " ".join(f"{_num(x)},{_num(y)}" for x, y in points)
+        head = (f'<polyline points="{coords}" fill="none" stroke="{clean(stroke)}" '
+                f'stroke-width="{_num(width)}" shape-rendering="geometricPrecision"')
+        if title is None:
+            self._parts.append(head + "/>")
+        else:
+            self._parts.append(f"{head}><title>{clean(title)}</title></polyline>")
+
     def text(self, x: float, y: float, s: object, size: float = 11, anchor: str = "start",
              bold: bool = False, fill: str = "#222", limit: int = 300) -> None:
         weight = ' font-weight="bold"' if bold else ""

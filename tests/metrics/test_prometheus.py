@@ -148,8 +148,11 @@ def test_live_investigation_matches_the_bundle_one(tmp_path: Path) -> None:
     with running_prometheus(tmp_path, _metric_files(case)) as url:
         code_l, live, err, _ = _cli("investigate", "--prometheus", url, "--service",
                                     spec["service"], "--since", f"{w['start']}/{w['end']}",
-                                    "--ledger", ledger)
+                                    "--ledger", ledger, "--pictures", str(tmp_path / "pics"))
     assert code_b == code_l == 0, err
+    assert sorted(Path(p).name for p in live["pictures"]) == ["latency-over-time.svg",
+                                                              "latency-phases.svg"]
+    assert all(Path(p).parent == (tmp_path / "pics").resolve() for p in live["pictures"])
     assert live["root_cause"]["category"] == bundle["root_cause"]["category"] == "prompt_length"
     lw, bw = live["latency"]["windows"], bundle["latency"]["windows"]
     assert lw["change_ratio"] == pytest.approx(bw["change_ratio"], rel=1e-9)
