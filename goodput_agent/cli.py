@@ -112,6 +112,11 @@ prometheus_options = [
 ]
 
 
+pictures_option = click.option(
+    "--pictures", "pictures_dir", type=click.Path(path_type=Path), default=None,
+    help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
+
+
 def _with(options):  # noqa: ANN001, ANN202 - click decorators
     def wrap(f):  # noqa: ANN001, ANN202
         for opt in reversed(options):
@@ -122,7 +127,8 @@ def _with(options):  # noqa: ANN001, ANN202 - click decorators
 
 def _live_latency(url: str, service: str | None, baseline: str | None, incident: str | None,
                   since_text: str | None, tz_name: str | None, timeout_s: float,
-                  ledger_path: Path | None, as_json: bool) -> None:
+                  ledger_path: Path | None, as_json: bool, pictures_dir: Path | None = None
+                  ) -> None:
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.ledger import open_ledger
     from goodput_agent.timespec import looking_back, parse_window
@@ -131,7 +137,8 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
     i = parse_window(incident, tz_name=tz_name) if incident else None
     search = looking_back(since_text, tz_name=tz_name) if since_text else None
     with open_ledger(ledger_path) as ledger:
-        report = investigate_prometheus(url, ledger, service, b, i, search, timeout_s)
+        report = investigate_prometheus(url, ledger, service, b, i, search, timeout_s,
+                                        pictures_dir)
     _show(report, as_json)
 
 
@@ -139,8 +146,7 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @click.argument("bundle", type=click.Path(path_type=Path), required=False)
 @click.option("--kind", type=click.Choice(["failure", "slowdown", "latency"]), default=None,
               help="Override the kind of question inferred from the bundle.")
-@click.option("--pictures", "pictures_dir", type=click.Path(path_type=Path), default=None,
-              help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
+@pictures_option
 @_with(prometheus_options)
 @click.option("--since", "since_text", default=None, metavar="DURATION",
               help="With --prometheus: look back this far for the change (6h), or search "
@@ -156,7 +162,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
         if bundle is not None:
             raise click.UsageError("give a bundle or --prometheus, not both")
         _live_latency(prometheus_url, service, None, None, since_text or "6h", tz_name,
-                      timeout_s, ledger_path, as_json)
+                      timeout_s, ledger_path, as_json, pictures_dir)
     if bundle is None:
         raise click.UsageError("give a bundle (a directory or .tar.gz) or --prometheus URL")
     _investigate(bundle, ledger_path, kind, as_json, pictures_dir)
@@ -170,17 +176,19 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
 @click.option("--since", "since_text", default=None, metavar="DURATION",
               help="Without windows: look back this far for the change (default 6h), or "
                    "search this window (10:00-11:00, START/END).")
+@pictures_option
 @json_option
 @ledger_option
 def latency(prometheus_url: str | None, service: str | None, tz_name: str | None,
             timeout_s: float, baseline: str | None, incident: str | None,
-            since_text: str | None, as_json: bool, ledger_path: Path | None) -> None:
+            since_text: str | None, pictures_dir: Path | None, as_json: bool,
+            ledger_path: Path | None) -> None:
     """Why did inference latency rise? Queue vs prefill vs decode, against a live Prometheus."""
     if not prometheus_url:
         raise click.UsageError("--prometheus URL is required (for a bundle: goodput investigate)")
     _live_latency(prometheus_url, service, baseline, incident,
                   since_text or (None if baseline or incident else "6h"), tz_name, timeout_s,
-                  ledger_path, as_json)
+                  ledger_path, as_json, pictures_dir)
 
 
 @cli.command()
