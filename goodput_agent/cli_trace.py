@@ -91,7 +91,8 @@ def _need_gpu(traces: list[Trace], where: Path) -> list[Trace]:
     with_gpu = [t for t in traces if t.gpu]
     if not with_gpu:
         which = "the trace" if len(traces) == 1 else "any trace"
-        raise BadInput(f"{where}: no GPU kernels in {which} (CPU-only): no step breakdown")
+        raise BadInput(f"{where}: no usable GPU kernels in {which} (CPU-only, or none with a "
+                       "valid duration): no step breakdown")
     return with_gpu
 
 

@@ -158,3 +158,33 @@ def test_diff_of_folders_without_traces_is_bad_input(tmp_path):
     (tmp_path / "empty" / "a.txt").write_text("x\n")
     good = write_rank(tmp_path / "good.json", 0)
     one_line_error(run("diff", str(good), str(tmp_path / "empty")), "empty")
+
+
+def test_malformed_traces_in_a_bundle_each_get_one_reason(tmp_path):
+    """The acceptance list's four kinds of broken trace beside good ones: the investigation
+    still answers from the good ones, and each broken file has one line naming it."""
+    bundle = tmp_path / "bundle"
+    for r in (0, 1):
+        write_rank(bundle / "traces" / f"rank{r}.json", r, stall_us=3_000)
+    whole = (bundle / "traces" / "rank0.json").read_bytes()
+    bad = bundle / "traces" / "bad"
+    bad.mkdir()
+    (bad / "cut.json").write_bytes(whole[:300])
+    (bad / "no_events.json").write_text('{"schemaVersion": 1, "deviceProperties": []}')
+    negative = [dict(e, dur=-abs(e["dur"])) if e["cat"] == "kernel" else e
+                for e in rank_events(2, 0.0)]
+    (bad / "negative.json").write_text(json.dumps({"traceEvents": negative}))
+    cpu_only = [e for e in rank_events(2, 0.0) if e["cat"] != "kernel"]
+    (bad / "cpu_only.json").write_text(json.dumps({"traceEvents": cpu_only}))
+    result = CliRunner().invoke(cli, ["investigate", str(bundle), "--json", "--ledger",
+                                      str(tmp_path / "l.duckdb")])
+    report = json.loads(result.stdout)
+    assert report["root_cause"]["category"] == "input_stall", report["root_cause"]
+    said = [*report["unknowns"], *report["unread_reasons"].values()]
+    for name, why in (("cut.json", "(truncated?)"),
+                      ("no_events.json", "no traceEvents array"),
+                      ("negative.json", "negative duration"),
+                      ("cpu_only.json", "no GPU kernels")):
+        lines = [s for s in said if f"bad/{name}" in s]
+        assert any(why in s for s in lines), (name, lines)
+        assert all("\n" not in s and "Traceback" not in s for s in lines)

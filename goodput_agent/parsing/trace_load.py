@@ -654,5 +654,7 @@ def _build(top: dict[str, Any], problem: str | None, sink: _Collector, name: str
     if not sink.gpu:
         extra = f"; {sink.other_device} MTIA device events not analysed" \
             if sink.other_device else ""
+        if sink.negative:
+            extra += f"; {sink.negative} events skipped for a negative duration"
         trace.warnings.append(f"{name}: no GPU kernels (CPU-only trace){extra}")
     return trace
