@@ -196,10 +196,11 @@ def measure(cmd: list[str]) -> tuple[float, float, float, float, str]:
 
 def goodput_side(paths: list[Path]) -> None:
     from goodput_agent.analysis.hta_metrics import hta_job_metrics
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.trace_load import load_traces
 
     t = time.perf_counter()
-    traces = [load_trace(p, rel_path=p.name) for p in paths]
+    traces = load_traces([(p, p.name, None) for p in paths])  # on every core, as HTA does
+    assert all(not isinstance(tr, Exception) for tr in traces), traces
     loaded = time.perf_counter() - t
     metrics = hta_job_metrics(traces)
     analysed = time.perf_counter() - t - loaded

@@ -75,12 +75,16 @@ def load_run(path: Path) -> list[Trace]:
     if not found:
         raise BadInput(f"{path}: no Kineto trace in this directory (JSON with traceEvents, "
                        "plain or .gz)")
+    from goodput_agent.parsing.base import ParseError
+    from goodput_agent.parsing.trace_load import load_traces
+
     traces, skipped = [], []
-    for f in found:
-        try:
-            traces.append(load_one(path / f.rel_path, str(path / f.rel_path), f.node_hint))
-        except BadInput as exc:
-            skipped.append(f"skipped: {exc}")
+    for t in load_traces([(path / f.rel_path, str(path / f.rel_path), f.node_hint)
+                          for f in found]):
+        if isinstance(t, ParseError):
+            skipped.append(f"skipped: {str(t).splitlines()[0]}")
+        else:
+            traces.append(t)
     _warn(skipped)
     if not traces:
         raise BadInput(f"{path}: none of its {len(found)} traces could be loaded")

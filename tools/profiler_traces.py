@@ -60,19 +60,19 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
 
     def run(self, ctx: ToolContext, args: TracesInput) -> TracesOutput:
         from goodput_agent.analysis.slowdown import analyse
-        from goodput_agent.parsing.trace_load import load_trace
+        from goodput_agent.parsing.trace_load import load_traces
 
         if ctx.bundle is None:
             raise ToolUnavailable("no incident bundle is open")
         out = TracesOutput()
         runs: dict[str, list[Trace]] = {"baseline": [], "incident": []}
-        for f in ctx.bundle.inventory.of_format("kineto_trace"):
-            try:
-                trace = load_trace(ctx.bundle.root / f.rel_path, rel_path=f.rel_path,
-                                   node_hint=f.node_hint)
-            except ParseError as exc:
-                out.problems[f.rel_path] = str(exc)
-                ctx.bundle.mark_unread(f, str(exc))
+        found = ctx.bundle.inventory.of_format("kineto_trace")
+        loaded = load_traces([(ctx.bundle.root / f.rel_path, f.rel_path, f.node_hint)
+                              for f in found])
+        for f, trace in zip(found, loaded, strict=True):
+            if isinstance(trace, ParseError):
+                out.problems[f.rel_path] = str(trace)
+                ctx.bundle.mark_unread(f, str(trace))
                 continue
             out.traces.append(trace.meta)
             for w in trace.warnings:
