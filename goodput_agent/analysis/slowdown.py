@@ -60,6 +60,7 @@ MIN_SLOWDOWN = 0.05  # a mean step this much longer than the baseline's is a slo
 COMPUTE_EXCESS = 1.10  # a rank computing this much longer than its peers' median is slow
 SLOWER_PER_CALL = 1.05  # a kernel family this much slower per call got slower
 MIN_PART_SHARE = 0.10  # with a baseline, a part must carry this share of the growth to count
+LATE_MIN_WAIT_SHARE = 0.10  # ranks waiting this share of the step for others: someone is late
 NOTES = [
     "One clock per rank: a step is its ProfilerStep window (or an iteration found from a "
     "recurring kernel) on the trace clock; the GPU ops of the rank's main device (all streams) "
@@ -439,14 +440,68 @@ def _local_cause(inc: _Run, idx: int) -> tuple[str, float] | None:
     return None
 
 
+@dataclass
+class _LateGroup:
+    part: str  # idle_input_us | idle_host_us: what the late ranks spend their extra time on
+    ranks: list[int | None]
+    extra_us: float  # per step, over the waiting ranks (medians)
+    host: str | None  # when the late ranks share one
+
+
+def _late_group(inc: _Run) -> _LateGroup | None:
+    """Without a single straggler: the ranks the others wait for in collectives (those that
+    wait least), when what they do longer than the waiting ranks is waiting for input or for
+    their host (one node's slow input, say). The others' waiting is then that cause's cost."""
+    ranks = [r for _, r in inc.pairs()]
+    if len(ranks) < 3:
+        return None
+    wait = [r.mean_parts["comm_wait_us"] for r in ranks]
+    step = statistics.fmean(sum(r.mean_parts[p] for p in PARTS) for r in ranks)
+    top = max(wait)
+    if top < LATE_MIN_WAIT_SHARE * step:
+        return None
+    late = [r for r, w in zip(ranks, wait, strict=True) if w < top / 2]
+    waiting = [r for r, w in zip(ranks, wait, strict=True) if w >= top / 2]
+    if not late or not waiting:
+        return None
+    extra = {p: statistics.median(r.mean_parts[p] for r in late)
+             - statistics.median(r.mean_parts[p] for r in waiting)
+             for p in ("compute_us", "memory_us", "idle_input_us", "idle_host_us")}
+    part = max(extra, key=extra.__getitem__)
+    waited = statistics.median(r.mean_parts["comm_wait_us"] for r in waiting)
+    floor = LATE_MIN_WAIT_SHARE * step
+    if part not in ("idle_input_us", "idle_host_us") or waited < floor \
+            or extra[part] < max(waited / 2, floor):
+        return None
+    hosts = {r.host for r in late}
+    # a node is named only when the late ranks are all of that node's traced ranks
+    host = hosts.pop() if len(hosts) == 1 and None not in hosts else None
+    if host is not None and any(r.host == host for r in waiting):
+        host = None
+    return _LateGroup(part, sorted((r.rank for r in late), key=lambda k: (k is None, k or 0)),
+                      extra[part], host)
+
+
+def _ranks_text(ranks: list[int | None]) -> str:
+    known = [r for r in ranks if r is not None]
+    if len(known) > 2 and known == list(range(known[0], known[-1] + 1)):
+        return f"ranks {known[0]}-{known[-1]}"
+    return "ranks " + ", ".join(str(r) for r in known) if known else f"{len(ranks)} ranks"
+
+
 def _part_candidates(inc: _Run, now: dict[str, float], before: dict[str, float],
                      growth: dict[str, float], changes: list[FamilyChange],
                      have_clocks: bool, ratios: dict[int, float]) -> list[_Candidate]:
     straggler = inc.waits.straggler is not None
-    comm_parts = ("comm_transfer_us",) if straggler else ("comm_transfer_us", "comm_wait_us")
-    amounts = {"idle_input_us": "idle_input_us", "idle_host_us": "idle_host_us",
-               "memory_us": "memory_us", "comm": comm_parts, "compute_us": "compute_us",
-               "idle_other_us": "idle_other_us"}
+    late = None if straggler else _late_group(inc)
+    comm_parts = ("comm_transfer_us",) if straggler or late else (
+        "comm_transfer_us", "comm_wait_us")
+    amounts: dict[str, str | tuple[str, ...]] = {
+        "idle_input_us": "idle_input_us", "idle_host_us": "idle_host_us",
+        "memory_us": "memory_us", "comm": comm_parts, "compute_us": "compute_us",
+        "idle_other_us": "idle_other_us"}
+    if late is not None:  # the others' waiting is the late ranks' input or host time
+        amounts[late.part] = (late.part, "comm_wait_us")
 
     def of(values: dict[str, float], key: str) -> float:
         keys = amounts[key]
@@ -479,11 +534,24 @@ def _part_candidates(inc: _Run, now: dict[str, float], before: dict[str, float],
                    f"({_ms(of(now, key))} of {_ms(step)})"
         if key == "compute_us":
             out.append(_compute_candidate(inc, what, conf, changes, have_clocks, ratios))
+        elif late is not None and key == late.part:
+            out.append(_late_candidate(inc, late, what, conf))
         else:
             out.append(_part_candidate(inc, key, what, conf, changes, bool(before)))
     if not before and inc.waits.straggler is None:
         out.append(_slow_compute_rank(inc, have_clocks))
     return [c for c in out if c is not None]
+
+
+def _late_candidate(inc: _Run, late: _LateGroup, what: str, conf: float) -> _Candidate:
+    category = "input_stall" if late.part == "idle_input_us" else "host_overhead"
+    waits_for = "their input (DataLoader)" if category == "input_stall" else "their host"
+    where = f" on {late.host}" if late.host else ""
+    evidence = (_input_evidence if category == "input_stall" else _host_evidence)(inc, category)
+    return _Candidate(category, conf, (
+        f"{_ranks_text(late.ranks)}{where} wait for {waits_for} {_ms(late.extra_us)} per step "
+        f"longer than the other ranks, which wait for them in collectives: {what} "
+        "(their waiting included)"), evidence, node=late.host)
 
 
 def _no_clocks(have_clocks: bool, who: str) -> str:

@@ -13,7 +13,9 @@ wait that step_breakdown carves out of the exposed communication.
 A DDP all-reduce barrier evens out per-rank step totals, so a backward-pass straggler does not
 show in step times: it shows as the rank that waits least (and so has the most time of its own)
 while the others wait a meaningful share of the step. Such a step votes for that rank; the rank
-is the run's straggler when it gets the vote in most aligned steps. Uniformly slower
+is the run's straggler when it gets the vote in most aligned steps; a step where a second rank
+also waits little votes for nobody (several late ranks are a group, which the verdict weighs by
+what they spend their time on). Uniformly slower
 communication is the other case: every rank's transfer (the fastest duration) is long and the
 waits are small or spread over ranks, so no rank stands out.
 """
@@ -33,6 +35,7 @@ from goodput_agent.parsing.trace_model import COMM, COMPUTE, GpuOp, Step, Trace
 MIN_OTHERS_WAIT_SHARE = 0.10  # a step votes only when the other ranks wait this share of it
 MIN_CONSISTENCY = 0.6  # a straggler gets the vote in at least this share of aligned steps
 MAX_OWN_WAIT_RATIO = 1 / 3  # ...and waits at most this fraction of what the others wait
+RUNNER_UP_WAIT_RATIO = 0.5  # ...while every other rank waits at least this fraction of theirs
 
 
 class RankWaits(BaseModel):
@@ -151,7 +154,11 @@ def _straggler(run: RunWaits, rows: list[list[Step]]) -> Straggler | None:
                   if i != least and s.dur > 0]
         if not shares:
             continue
-        if statistics.median(shares) >= MIN_OTHERS_WAIT_SHARE and busy[least] >= max(busy) - 1e-6:
+        typical = statistics.median(shares)
+        # one rank stands alone: the next-least-waiting rank waits like the rest (several
+        # late ranks together are a late group, not a straggler)
+        alone = min(shares) >= RUNNER_UP_WAIT_RATIO * typical
+        if typical >= MIN_OTHERS_WAIT_SHARE and alone and busy[least] >= max(busy) - 1e-6:
             votes[least] += 1
     if not votes:
         return None

@@ -51,6 +51,22 @@ def test_each_planted_cause_is_named(kw, category, rank, with_baseline):
     assert any("no baseline" in u for u in v.unknowns) != with_baseline
 
 
+@pytest.mark.parametrize(("kw", "category"), [
+    (dict(input_by_rank={r: 9000 for r in (2, 3)}), "input_stall"),
+    (dict(launch_gap_by_rank={r: 1500 for r in (2, 3)}), "host_overhead")])
+def test_one_nodes_slow_input_is_its_cause_not_the_others_waiting(kw, category):
+    """Ranks 2-3 (node-1) read their batches slowly; ranks 0-1 (node-0) wait for them in the
+    all-reduce. No single straggler, the collectives' waiting is the slow node's cost."""
+    plan = dict(gpus_per_node=2, **kw)
+    _, v = analyse(ddp_run(RunPlan(**plan)), ddp_run(RunPlan(folder="traces/baseline",
+                                                             seed=11, gpus_per_node=2)))
+    assert (v.category, v.node, v.rank) == (category, "node-1", None), v.summary
+    assert "ranks 2, 3 on node-1" in v.summary and v.confidence >= 0.7
+    assert "communication" in {a[0] for a in v.alternatives} or v.confidence >= 0.8
+    ranks_of_evidence = {e.rank for e in v.evidence}
+    assert ranks_of_evidence and ranks_of_evidence <= {2, 3}
+
+
 def test_slow_host_to_device_copies_are_an_input_stall():
     base = ddp_run(RunPlan(folder="traces/baseline", seed=11, h2d_us=300))
     for b in (base, None):
