@@ -34,7 +34,7 @@ the verdict and the others are its alternatives, each with why it lost.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from goodput_agent.analysis.kernel_families import diff, per_call_ratio, pooled
@@ -161,45 +161,32 @@ def _longest(spans: list, what: str) -> str:
     return f"; {what}{s.name[:90]} {_ms(s.dur)}"
 
 
+def _part_evidence(run: _Run, part: str, category: str,
+                   describe: Callable[[RankTimeline, StepBreakdown], str]) -> list[Event]:
+    """The worst step (most `part`) of the two ranks with the most `part`, described."""
+    pairs = sorted(run.pairs(), key=lambda p: -p[1].mean_parts[part])[:2]
+    return [_span_event(tl, r, s, describe(tl, s), category) for tl, r in pairs
+            if (s := _worst_step(r, part)) is not None]
+
+
 def _input_evidence(run: _Run, category: str) -> list[Event]:
-    pairs = sorted(run.pairs(), key=lambda p: -p[1].mean_parts["idle_input_us"])[:2]
-    out = []
-    for tl, r in pairs:
-        s = _worst_step(r, "idle_input_us")
-        if s is None:
-            continue
-        spans = tl.dataloader.overlapping(s.start_us, s.start_us + s.step_us)
-        out.append(_span_event(tl, r, s, f"GPU idle waiting for input {_ms(s.idle_input_us)}"
-                               + _longest(spans, ""), category))
-    return out
+    return _part_evidence(run, "idle_input_us", category, lambda tl, s: (
+        f"GPU idle waiting for input {_ms(s.idle_input_us)}"
+        + _longest(tl.dataloader.overlapping(s.start_us, s.start_us + s.step_us), "")))
 
 
 def _host_evidence(run: _Run, category: str) -> list[Event]:
-    pairs = sorted(run.pairs(), key=lambda p: -p[1].mean_parts["idle_host_us"])[:2]
-    out = []
-    for tl, r in pairs:
-        s = _worst_step(r, "idle_host_us")
-        if s is None:
-            continue
-        syncs = tl.syncs.overlapping(s.start_us, s.start_us + s.step_us)
-        text = (f"GPU idle while the host worked {_ms(s.idle_host_us)}, {s.kernels} GPU ops in "
-                "the step" + _longest(syncs, "longest sync "))
-        out.append(_span_event(tl, r, s, text, category))
-    return out
+    return _part_evidence(run, "idle_host_us", category, lambda tl, s: (
+        f"GPU idle while the host worked {_ms(s.idle_host_us)}, {s.kernels} GPU ops in the "
+        "step" + _longest(tl.syncs.overlapping(s.start_us, s.start_us + s.step_us),
+                          "longest sync ")))
 
 
 def _memory_evidence(run: _Run, category: str) -> list[Event]:
-    pairs = sorted(run.pairs(), key=lambda p: -p[1].mean_parts["memory_us"])[:2]
-    out = []
-    for tl, r in pairs:
-        s = _worst_step(r, "memory_us")
-        if s is None:
-            continue
-        copies = [o for o in tl.ops_in(s.start_us, s.start_us + s.step_us)
-                  if o.kind not in (COMPUTE, COMM)]
-        out.append(_span_event(tl, r, s, f"copies not hidden under compute {_ms(s.memory_us)}"
-                               + _longest(copies, "longest "), category))
-    return out
+    return _part_evidence(run, "memory_us", category, lambda tl, s: (
+        f"copies not hidden under compute {_ms(s.memory_us)}"
+        + _longest([o for o in tl.ops_in(s.start_us, s.start_us + s.step_us)
+                    if o.kind not in (COMPUTE, COMM)], "longest ")))
 
 
 def _comm_evidence(run: _Run, category: str, text: str) -> list[Event]:
