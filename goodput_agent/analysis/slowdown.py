@@ -411,20 +411,28 @@ def _straggler_candidates(inc: _Run, growth: dict[str, float], grown: float,
                        unknowns=unknowns)]
 
 
+OWN_PARTS = ("compute_us", "memory_us", "idle_input_us", "idle_host_us")  # a rank's own time
+LOCAL_CAUSES = ("idle_input_us", "idle_host_us")
+
+
+def _excess(late: list[RankBreakdown], others: list[RankBreakdown]) -> tuple[str, float]:
+    """The part of their own time in which the late ranks exceed the others most (medians over
+    each group), and by how much per step."""
+    extra = {p: statistics.median(r.mean_parts[p] for r in late)
+             - statistics.median(r.mean_parts[p] for r in others) for p in OWN_PARTS}
+    part = max(extra, key=extra.__getitem__)
+    return part, extra[part]
+
+
 def _local_cause(inc: _Run, idx: int) -> tuple[str, float] | None:
     """The part in which the straggler's own time exceeds its peers' most, when that is
     waiting for input or for its host rather than computing: (part, µs per step)."""
     ranks = inc.breakdown.ranks
-    mine = ranks[idx].mean_parts
-    peers = [r.mean_parts for i, r in enumerate(ranks) if i != idx and r.mean_parts]
-    if not mine or not peers:
+    peers = [r for i, r in enumerate(ranks) if i != idx and r.mean_parts]
+    if not ranks[idx].mean_parts or not peers:
         return None
-    extra = {p: mine[p] - statistics.median(q[p] for q in peers)
-             for p in ("compute_us", "memory_us", "idle_input_us", "idle_host_us")}
-    part = max(extra, key=extra.__getitem__)
-    if part in ("idle_input_us", "idle_host_us") and extra[part] > 0:
-        return part, extra[part]
-    return None
+    part, extra = _excess([ranks[idx]], peers)
+    return (part, extra) if part in LOCAL_CAUSES and extra > 0 else None
 
 
 @dataclass
@@ -443,22 +451,16 @@ def _late_group(inc: _Run) -> _LateGroup | None:
     if len(ranks) < 3:
         return None
     wait = [r.mean_parts["comm_wait_us"] for r in ranks]
-    step = statistics.fmean(sum(r.mean_parts[p] for p in PARTS) for r in ranks)
+    floor = LATE_MIN_WAIT_SHARE * statistics.fmean(sum(r.mean_parts[p] for p in PARTS)
+                                                   for r in ranks)
     top = max(wait)
-    if top < LATE_MIN_WAIT_SHARE * step:
-        return None
     late = [r for r, w in zip(ranks, wait, strict=True) if w < top / 2]
     waiting = [r for r, w in zip(ranks, wait, strict=True) if w >= top / 2]
-    if not late or not waiting:
+    if top < floor or not late:
         return None
-    extra = {p: statistics.median(r.mean_parts[p] for r in late)
-             - statistics.median(r.mean_parts[p] for r in waiting)
-             for p in ("compute_us", "memory_us", "idle_input_us", "idle_host_us")}
-    part = max(extra, key=extra.__getitem__)
+    part, extra = _excess(late, waiting)
     waited = statistics.median(r.mean_parts["comm_wait_us"] for r in waiting)
-    floor = LATE_MIN_WAIT_SHARE * step
-    if part not in ("idle_input_us", "idle_host_us") or waited < floor \
-            or extra[part] < max(waited / 2, floor):
+    if part not in LOCAL_CAUSES or waited < floor or extra < max(waited / 2, floor):
         return None
     hosts = {r.host for r in late}
     # a node is named only when the late ranks are all of that node's traced ranks
@@ -466,7 +468,7 @@ def _late_group(inc: _Run) -> _LateGroup | None:
     if host is not None and any(r.host == host for r in waiting):
         host = None
     return _LateGroup(part, sorted((r.rank for r in late), key=lambda k: (k is None, k or 0)),
-                      extra[part], host)
+                      extra, host)
 
 
 def _ranks_text(ranks: list[int | None]) -> str:

@@ -663,11 +663,13 @@ def load_traces(jobs: Sequence[tuple[Path, str | None, str | None]]) -> list[Tra
             while pending and len(running) < workers:
                 k = pending.popleft()
                 running[pool.submit(_load_or_problem, *jobs[k])] = k
-            if pending:
+            if pending:  # every worker is busy: load one here
                 k = pending.popleft()
                 out[k] = _load_or_problem(*jobs[k])
-            for f in [f for f in running if f.done()] if pending else \
-                    wait(running, return_when=FIRST_COMPLETED).done:
+                done = [f for f in running if f.done()]
+            else:
+                done = list(wait(running, return_when=FIRST_COMPLETED).done)
+            for f in done:
                 out[running.pop(f)] = f.result()
     return out  # type: ignore[return-value] - every slot is filled
 

@@ -1,0 +1,42 @@
+"""load_traces: the traces of a run loaded on every core give what loading them one by one
+gives, in the order asked, with a broken trace as its one-line ParseError."""
+
+import pickle
+from pathlib import Path
+
+import goodput_agent.parsing.trace_load as trace_load
+from goodput_agent.parsing.base import ParseError
+from tests.conftest import REPO
+
+RUN = REPO / "evals" / "slowdown_cases" / "s01-input-stall" / "traces" / "incident"
+
+
+def _same(a: trace_load.Trace, b: trace_load.Trace) -> bool:
+    return (a.meta, a.gpu, a.runtime, a.annotations, a.steps, a.warnings) == \
+        (b.meta, b.gpu, b.runtime, b.annotations, b.steps, b.warnings)
+
+
+def test_parallel_loading_matches_one_by_one(tmp_path: Path, monkeypatch) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"traceEvents": [{"ph": "X", "cat": "kern')
+    jobs = [(p, p.name, "node-a") for p in sorted(RUN.glob("*.gz"))]
+    jobs.insert(1, (broken, "broken.json", None))
+    assert len(jobs) >= 4
+    monkeypatch.setattr(trace_load, "PARALLEL_BYTES", 0)  # take the pool path on small files
+    monkeypatch.setattr(trace_load.os, "cpu_count", lambda: 3)
+    parallel = trace_load.load_traces(jobs)
+    one_by_one = [trace_load._load_or_problem(*job) for job in jobs]
+    assert len(parallel) == len(jobs)
+    for got, want, (_, name, _) in zip(parallel, one_by_one, jobs, strict=True):
+        if isinstance(want, ParseError):
+            assert isinstance(got, ParseError) and str(got) == str(want)
+            assert str(got).startswith("broken.json: ") and "\n" not in str(got)
+        else:
+            assert not isinstance(got, ParseError) and got.meta.path == name
+            assert _same(got, want) and got.gpu
+
+
+def test_a_trace_pickles_as_rows_and_comes_back_equal() -> None:
+    trace = trace_load.load_trace(next(RUN.glob("*.gz")))
+    back = pickle.loads(pickle.dumps(trace))
+    assert _same(back, trace) and back.gpu and back.runtime
