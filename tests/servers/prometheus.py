@@ -9,7 +9,6 @@ Nothing here reaches beyond loopback except apt-get, on a machine that lacks the
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import socket
 import subprocess
@@ -19,53 +18,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.servers.debian import PackageUnavailable, ensure_packages, free_port
+
 PACKAGE = "prometheus"
 READY_TIMEOUT_S = 30.0
 
 
-class PrometheusUnavailable(RuntimeError):
-    """The package is absent and this user may not install it (not root, no sudo). A failing
-    install where installing is allowed is a RuntimeError: that fails the tests."""
-
-
-def _installer() -> list[str] | None:
-    if os.geteuid() == 0:
-        return []
-    if shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"],
-                                               capture_output=True).returncode == 0:
-        return ["sudo", "-n"]
-    return None
+PrometheusUnavailable = PackageUnavailable
 
 
 def ensure_prometheus() -> tuple[Path, Path]:
     """Paths of `prometheus` and `promtool`, installing Debian's package when they are absent."""
-    found = shutil.which("prometheus"), shutil.which("promtool")
-    if all(found):
-        return Path(found[0]), Path(found[1])  # type: ignore[arg-type]
-    prefix = _installer()
-    if prefix is None or not shutil.which("apt-get"):
-        raise PrometheusUnavailable(
-            "prometheus is not installed and this user cannot install it "
-            "(run as root, or: sudo apt-get install prometheus)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [*prefix, "apt-get", "install", "-y", "-q", "--no-install-recommends", PACKAGE]
-    if subprocess.run(install, capture_output=True, env=env, timeout=600).returncode != 0:
-        subprocess.run([*prefix, "apt-get", "update", "-q"], capture_output=True, env=env,
-                       timeout=600, check=False)
-        proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise RuntimeError(f"apt-get install {PACKAGE} failed: {tail[0]}")
-    found = shutil.which("prometheus"), shutil.which("promtool")
-    if not all(found):
-        raise RuntimeError(f"apt-get installed {PACKAGE} but it has no binaries")
-    return Path(found[0]), Path(found[1])  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    found = ensure_packages([PACKAGE], ["prometheus", "promtool"])
+    return found["prometheus"], found["promtool"]
 
 
 def backfill(promtool: Path, files: Sequence[Path], data_dir: Path) -> None:
