@@ -303,7 +303,7 @@ def tools_cmd(as_json: bool) -> None:
 
     rows = [{"name": t.name, "read_only": t.read_only, "timeout_s": t.timeout_s,
              "description": t.description, "input_schema": t.input_model.model_json_schema()}
-            for t in registry().values()]
+            for t in registry().values() if t.read_only]  # mutating ones: `goodput actions`
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

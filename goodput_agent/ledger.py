@@ -49,6 +49,13 @@ CREATE TABLE IF NOT EXISTS actions (
 CREATE TABLE IF NOT EXISTS conclusions (
     investigation_id VARCHAR PRIMARY KEY, finished_at TIMESTAMPTZ, category VARCHAR,
     confidence DOUBLE, exit_code INTEGER, report_json VARCHAR);
+-- what happened to a proposed action, in order (approval, rejection, refusal,
+-- execution_started, execution, verification); the action's status is derived from these rows
+CREATE TABLE IF NOT EXISTS action_events (
+    id BIGINT PRIMARY KEY, action_id BIGINT, investigation_id VARCHAR, kind VARCHAR,
+    actor VARCHAR, occurred_at TIMESTAMPTZ, tool VARCHAR, args_hash VARCHAR,
+    evidence_digest VARCHAR, approval_id BIGINT, expires_at TIMESTAMPTZ, ok BOOLEAN,
+    reason VARCHAR, detail_json VARCHAR);
 """
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +35,10 @@ class ToolContext:
     metrics: MetricsSource | None = None
     # told (bytes done, bytes total) during long scans; the CLI draws it on a terminal
     progress: Callable[[int, int], None] | None = None
+    # live clients for the mutating tools, which run only through the approval gate:
+    # a Slurm command runner (.run(argv) -> CommandResult) and a kubernetes ApiClient
+    slurm: Any = None
+    kube: Any = None
 
 
 class Tool(ABC, Generic[In, Out]):
@@ -50,6 +54,38 @@ class Tool(ABC, Generic[In, Out]):
 
     @abstractmethod
     def run(self, ctx: ToolContext, args: In) -> Out: ...
+
+
+class ActionTarget(BaseModel):
+    """What a mutating tool acts on, for the policy's scope and blast-radius checks."""
+
+    nodes: list[str] = Field(default_factory=list)
+    namespace: str | None = None
+    job: str | None = None
+    isolates: bool = False  # takes the nodes out of service (drain, cordon)
+    retries: bool = False  # reruns a job (requeue, restart)
+    changes_config: bool = False  # applies a configuration change
+
+
+class ToolPreview(BaseModel):
+    """Exactly what would run: the command line or API call, and a dry run's diff if any."""
+
+    command: str
+    dry_run: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class MutatingTool(Tool[In, Out]):
+    """A tool that changes the cluster. It never runs from the planner loop: only
+    goodput_agent.approval.gate executes it, after a valid approval row."""
+
+    read_only: ClassVar[bool] = False
+
+    @abstractmethod
+    def preview(self, ctx: ToolContext, args: In) -> ToolPreview: ...
+
+    @abstractmethod
+    def target(self, args: In) -> ActionTarget: ...
 
 
 class ToolUnavailable(Exception):

@@ -1,0 +1,369 @@
+"""The approval gate: the only code path that executes a mutating tool.
+
+An approval binds the tool, the hash of its arguments (canonical JSON) and the digest of the
+evidence shown (claim ids + evidence digests); it is single-use and expires. Everything the gate
+decides is a ledger row (table action_events): approvals, rejections, refusals with their
+reason, executions with their output. Text from logs never reaches here as an instruction:
+the gate acts only on an action row a person names by id.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from goodput_agent.approval import store
+from goodput_agent.approval.policy import Policy
+from goodput_agent.approval.store import (
+    Approval,
+    EvidenceBinding,
+    Execution,
+    Rejection,
+    args_hash,
+    evidence_binding,
+)
+from goodput_agent.ledger import Ledger
+from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, registry
+
+log = structlog.get_logger(__name__)
+DAY = timedelta(days=1)
+
+
+class GateRefused(Exception):
+    """The gate said no; the refusal is already a ledger row."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ClaimShown(BaseModel):
+    id: int
+    category: str
+    status: str
+    confidence: float
+    node: str | None
+    statement: str
+    evidence_digests: list[str]
+
+
+class ActionPreview(BaseModel):
+    action_id: int
+    investigation_id: str
+    tool: str
+    args: dict[str, Any]
+    args_hash: str
+    rationale: str | None
+    status: str
+    command: str | None  # the exact command line or API call
+    dry_run: str | None  # a server-side dry run's diff, or a file diff
+    notes: list[str]
+    allowed: bool
+    reasons: list[str]  # why not (empty when allowed)
+    claims: list[ClaimShown]
+    evidence_digest: str
+    policy: str
+    expires_after_s: float
+
+
+def _now(now: datetime | None) -> datetime:
+    return now or datetime.now(UTC)
+
+
+def _tool(name: str) -> MutatingTool | None:
+    t = registry().get(name)
+    return t if isinstance(t, MutatingTool) else None
+
+
+def _args(tool: MutatingTool, args: dict[str, Any]) -> BaseModel:
+    return tool.input_model.model_validate(args)
+
+
+def _conclusion(ledger: Ledger, inv_id: str) -> dict[str, Any] | None:
+    rows = ledger.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
+    return rows[0] if rows else None
+
+
+def _contradiction(ledger: Ledger, inv_id: str) -> str | None:
+    """A later investigation of the same target whose verdict differs contradicts the claim."""
+    mine = ledger.rows("SELECT i.target, i.created_at, c.category FROM investigations i JOIN "
+                       "conclusions c ON c.investigation_id = i.id WHERE i.id = ?", [inv_id])
+    if not mine:
+        return None
+    later = ledger.rows(
+        "SELECT i.id, c.category FROM investigations i JOIN conclusions c ON "
+        "c.investigation_id = i.id WHERE i.target = ? AND i.created_at > ? AND i.id <> ? "
+        "AND c.category <> ? ORDER BY i.created_at DESC LIMIT 1",
+        [mine[0]["target"], mine[0]["created_at"], inv_id, mine[0]["category"]])
+    if later:
+        return (f"a newer investigation of the same target ({later[0]['id']}) concluded "
+                f"{later[0]['category']}, contradicting {mine[0]['category']}")
+    return None
+
+
+def _excluded(args: dict[str, Any]) -> set[str]:
+    return set(args.get("exclude") or [])  # enforced by the scheduler (avoid_nodes is not)
+
+
+def _isolated_nodes(ledger: Ledger, since: datetime | None = None) -> set[str]:
+    out: set[str] = set()
+    for e in store.successful_executions(ledger, since):
+        if e.detail and e.detail.get("target", {}).get("isolates"):
+            out.update(e.detail["target"].get("nodes") or [])
+    return out
+
+
+def _retry_reasons(ledger: Ledger, action: dict[str, Any], target: ActionTarget,
+                   policy: Policy, claim_node: str | None) -> list[str]:
+    if not target.retries:
+        return []
+    conc = _conclusion(ledger, action["investigation_id"]) or {}
+    cat = conc.get("category")
+    if cat in policy.retry.require_exclusion_for:
+        if claim_node is None:
+            return [f"retry rule: the job failed on a node fault ({cat}) but the node is not "
+                    "known, so a retry may land on it again"]
+        if claim_node in _excluded(action["args"]) or claim_node in _isolated_nodes(ledger):
+            return []
+        return [f"retry rule: the job failed on a node fault ({cat}) on {claim_node}; the "
+                f"retry must exclude {claim_node} or follow its drain/cordon"]
+    if cat in policy.retry.require_change_for:
+        changed = [e for e in store.successful_executions(ledger)
+                   if e.investigation_id == action["investigation_id"] and e.detail
+                   and e.detail.get("target", {}).get("changes_config")]
+        if not changed:
+            return [f"retry rule: a bare retry after {cat} fails the same way; apply a config "
+                    "change first (config_change / k8s_patch_workload, executed)"]
+    return []
+
+
+_Checked = tuple[list[str], MutatingTool | None, BaseModel | None]
+
+
+def _policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
+                    approver: str | None) -> _Checked:
+    """Every reason the policy forbids this action (static: no cluster needed)."""
+    name = action["tool"]
+    tool = _tool(name)
+    if tool is None:
+        kind = "read-only or advisory" if name in registry() else "not a tool Goodput has"
+        return [f"{name} is not a mutating tool Goodput executes ({kind}); it is advice for a "
+                "person"], None, None
+    try:
+        args = _args(tool, action["args"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "args"
+        return [f"invalid arguments for {name}: {where}: {err['msg']}"], tool, None
+    tp = policy.tool(name)
+    reasons: list[str] = []
+    if not tp.enabled:
+        reasons.append(f"{name} is not enabled by the policy ({policy.source})")
+    if approver is not None and not policy.may_approve(name, approver):
+        reasons.append(f"{approver!r} may not approve {name} (policy {policy.source})")
+    target = tool.target(args)
+    for node in target.nodes:
+        if not tp.scope.node_allowed(node):
+            reasons.append(f"node {node} is outside the policy's scope {tp.scope.nodes}")
+    if target.namespace and tp.scope.namespaces and target.namespace not in tp.scope.namespaces:
+        reasons.append(f"namespace {target.namespace} is outside the policy's scope "
+                       f"{tp.scope.namespaces}")
+    conc = _conclusion(ledger, action["investigation_id"])
+    pre = tp.preconditions
+    if pre.concluded and (conc is None or conc["category"] == "unknown"):
+        reasons.append("precondition: the investigation has no verdict")
+    claims = ledger.rows("SELECT * FROM claims WHERE id IN (SELECT unnest(?::BIGINT[]))",
+                         [action["claims"] or [0]])
+    claim = claims[0] if claims else None
+    if claim is None:
+        reasons.append("precondition: the action rests on no claim")
+    else:
+        if claim["confidence"] < pre.min_claim_confidence:
+            reasons.append(f"precondition: claim {claim['id']} has confidence "
+                           f"{claim['confidence']:.2f} < {pre.min_claim_confidence:.2f}")
+        if pre.claim_names_target and target.nodes and claim["node"] not in target.nodes:
+            reasons.append(f"precondition: claim {claim['id']} names node {claim['node']}, "
+                           f"not {', '.join(target.nodes)}")
+    contra = _contradiction(ledger, action["investigation_id"])
+    if contra:
+        reasons.append(contra)
+    reasons += _retry_reasons(ledger, action, target, policy, claim["node"] if claim else None)
+    return reasons, tool, args
+
+
+def _live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: ToolContext,
+                  policy: Policy, now: datetime) -> list[str]:
+    """Blast radius and partition scope: need the ledger's history and the cluster."""
+    target = tool.target(args)
+    if not target.isolates:
+        return []
+    reasons = []
+    recent = _isolated_nodes(ledger, now - DAY)
+    after = recent | set(target.nodes)
+    cap = policy.limits.max_nodes_drained_per_day
+    if len(after) > cap:
+        reasons.append(f"blast radius: {len(after)} nodes drained/cordoned within 24 h would "
+                       f"exceed the policy's {cap} ({', '.join(sorted(recent)) or 'none yet'})")
+    partitions = getattr(tool, "partitions", None)
+    if partitions is None:
+        return reasons
+    scope = policy.tool(tool.name).scope.partitions
+    for part in partitions(ctx, args):  # (name, all nodes, nodes already out of service)
+        name, nodes, out = part
+        if scope and name not in scope:
+            reasons.append(f"partition {name} is outside the policy's scope {scope}")
+        frac = len(set(out) | set(target.nodes)) / max(len(nodes), 1)
+        if frac > policy.limits.max_partition_fraction:
+            reasons.append(f"blast radius: {frac:.0%} of partition {name} would be out of "
+                           f"service (> {policy.limits.max_partition_fraction:.0%})")
+    return reasons
+
+
+def _refuse(ledger: Ledger, action: dict[str, Any], actor: str | None, reasons: list[str],
+            now: datetime, **detail: Any) -> GateRefused:
+    reason = "; ".join(reasons)
+    store.record_event(ledger, action, "refusal", actor=actor, now=now, reason=reason,
+                       args_hash=args_hash(action["args"]), ok=False,
+                       detail={"reasons": reasons, **detail})
+    log.warning("action_refused", action=action["id"], tool=action["tool"], reason=reason)
+    return GateRefused(reason)
+
+
+def preview_action(ledger: Ledger, action_id: int, policy: Policy,
+                   ctx: ToolContext | None = None) -> ActionPreview:
+    action = store.action_row(ledger, action_id)
+    reasons, tool, args = _policy_reasons(ledger, action, policy, None)
+    command = dry_run = None
+    notes: list[str] = []
+    if tool is not None and args is not None:
+        try:
+            p = tool.preview(ctx or ToolContext(), args)
+            command, dry_run, notes = p.command, p.dry_run, p.notes
+        except Exception as exc:  # noqa: BLE001 - a failed dry run is shown, not raised
+            notes.append(f"preview incomplete: {type(exc).__name__}: {exc}".splitlines()[0])
+    binding = evidence_binding(ledger, action)
+    texts = {r["id"]: r["statement"] for r in ledger.rows(
+        "SELECT id, statement FROM claims WHERE id IN (SELECT unnest(?::BIGINT[]))",
+        [action["claims"] or [0]])}
+    return ActionPreview(
+        action_id=action_id, investigation_id=action["investigation_id"], tool=action["tool"],
+        args=action["args"], args_hash=args_hash(action["args"]), rationale=action["rationale"],
+        status=action_status(ledger, action_id), command=command, dry_run=dry_run, notes=notes,
+        allowed=not reasons, reasons=reasons,
+        claims=[ClaimShown(id=c.claim_id, category=c.category, status=c.status,
+                           confidence=c.confidence, node=c.node,
+                           statement=texts.get(c.claim_id, ""),
+                           evidence_digests=c.evidence_digests) for c in binding.claims],
+        evidence_digest=binding.digest, policy=policy.source,
+        expires_after_s=policy.approval.expires_after.total_seconds())
+
+
+def approve_action(ledger: Ledger, action_id: int, approver: str, policy: Policy, *,
+                   now: datetime | None = None) -> Approval:
+    now = _now(now)
+    action = store.action_row(ledger, action_id)
+    approver = approver.strip()
+    reasons = [] if approver else ["an approval needs the approver's name"]
+    state = action_status(ledger, action_id)
+    if state in ("executed", "failed", "verified", "rejected"):
+        reasons.append(f"action {action_id} is already {state}; propose it again to act again")
+    more, _, _ = _policy_reasons(ledger, action, policy, approver or None)
+    reasons += more
+    if reasons:
+        raise _refuse(ledger, action, approver or None, reasons, now, stage="approve")
+    binding: EvidenceBinding = evidence_binding(ledger, action)
+    return store.record_event(
+        ledger, action, "approval", actor=approver, now=now, args_hash=args_hash(action["args"]),
+        evidence_digest=binding.digest, expires_at=now + policy.approval.expires_after, ok=True,
+        detail={"claims": [c.model_dump() for c in binding.claims], "policy": policy.source,
+                "args": action["args"]})
+
+
+def reject_action(ledger: Ledger, action_id: int, approver: str, why: str) -> Rejection:
+    action = store.action_row(ledger, action_id)
+    if not approver.strip() or not why.strip():
+        from goodput_agent.errors import BadInput
+
+        raise BadInput("a rejection needs the approver's name (--as) and a reason (--why)")
+    return store.record_event(ledger, action, "rejection", actor=approver.strip(),
+                              reason=why.strip(), ok=False,
+                              args_hash=args_hash(action["args"]))
+
+
+def _valid_approval(evs: list[store.Event], tool: str, a_hash: str, ev_digest: str,
+                    now: datetime) -> tuple[store.Event | None, list[str]]:
+    approvals = [e for e in evs if e.kind == "approval"]
+    if not approvals:
+        return None, ["no approval: every mutating tool needs an explicit approval"]
+    used = store.used_approvals(evs)
+    why: list[str] = []
+    for a in reversed(approvals):
+        if a.id in used:
+            why.append(f"approval {a.id} was already used (single-use)")
+        elif a.tool != tool:
+            why.append(f"approval {a.id} is for {a.tool}, not {tool}")
+        elif a.args_hash != a_hash:
+            why.append(f"approval {a.id} binds arguments {a.args_hash}, these are {a_hash}")
+        elif a.evidence_digest != ev_digest:
+            why.append(f"approval {a.id} was given on other evidence ({a.evidence_digest}, now "
+                       f"{ev_digest})")
+        elif a.expires_at is None or now >= a.expires_at:
+            why.append(f"approval {a.id} expired at {a.expires_at:%Y-%m-%d %H:%M:%S %Z}")
+        else:
+            return a, []
+    return None, why[:1]
+
+
+def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Policy, *,
+                   now: datetime | None = None, args: dict[str, Any] | None = None
+                   ) -> Execution:
+    """Run the action's tool if, and only if, a valid approval binds exactly this tool, these
+    arguments (default: the action's own) and the current evidence."""
+    now = _now(now)
+    action = store.action_row(ledger, action_id)
+    run_args = action["args"] if args is None else args
+    a_hash = args_hash(run_args)
+    binding = evidence_binding(ledger, action)
+    evs = store.events(ledger, action_id)
+    approval, reasons = _valid_approval(evs, action["tool"], a_hash, binding.digest, now)
+    if any(e.kind == "rejection" for e in evs):
+        reasons.append("the action was rejected")
+    static, tool, parsed = _policy_reasons(ledger, {**action, "args": run_args}, policy,
+                                           approval.actor if approval else None)
+    reasons += static
+    if not reasons and tool is not None and parsed is not None:
+        reasons += _live_reasons(ledger, tool, parsed, ctx, policy, now)
+    if reasons or approval is None or tool is None or parsed is None:
+        raise _refuse(ledger, action, approval.actor if approval else None,
+                      reasons or ["not executable"], now, stage="execute", args=run_args)
+    target = tool.target(parsed)
+    store.record_event(ledger, action, "execution_started", actor=approval.actor, now=now,
+                       args_hash=a_hash, evidence_digest=binding.digest,
+                       approval_id=approval.id, detail={"args": run_args})
+    output, error = None, None
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            output = pool.submit(tool.run, ctx, parsed).result(timeout=tool.timeout_s)
+    except FutureTimeout:
+        error = f"timed out after {tool.timeout_s:g} s"
+    except Exception as exc:  # noqa: BLE001 - a failed execution is a recorded row
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    ok = bool(output is not None and getattr(output, "ok", True))
+    result = json.loads(output.model_dump_json()) if output is not None else None
+    log.info("action_executed", action=action_id, tool=action["tool"], ok=ok, error=error)
+    return store.record_event(
+        ledger, action, "execution", actor=approval.actor, now=datetime.now(UTC),
+        args_hash=a_hash, evidence_digest=binding.digest, approval_id=approval.id, ok=ok,
+        reason=error, detail={"args": run_args, "target": target.model_dump(),
+                              "output": result})
+
+
+def action_status(ledger: Ledger, action_id: int) -> str:
+    store.action_row(ledger, action_id)
+    return store.status_of(store.events(ledger, action_id))

@@ -1,0 +1,214 @@
+"""The approval policy: which mutating tools exist, who may approve them, where, how much, and
+under which rule a retry is allowed. YAML validated by pydantic; errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from goodput_agent.errors import BadInput
+from goodput_agent.timespec import parse_duration
+
+# the categories a failure investigation can conclude (goodput_agent.kinds)
+RETRY_CATEGORIES = ("gpu_hardware", "network_fault", "node_failure", "gpu_oom", "host_oom",
+                    "application_error", "hang", "time_limit", "preempted")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Scope(_Strict):
+    """Where a tool may act. An empty list means: nowhere restricted on that axis."""
+
+    partitions: list[str] = Field(default_factory=list)  # Slurm partitions
+    namespaces: list[str] = Field(default_factory=list)  # Kubernetes namespaces
+    nodes: list[str] = Field(default_factory=list)  # node-name glob patterns (fnmatch)
+
+    def node_allowed(self, node: str) -> bool:
+        return not self.nodes or any(fnmatch.fnmatchcase(node, p) for p in self.nodes)
+
+
+class Preconditions(_Strict):
+    """What must hold before an approval is accepted."""
+
+    min_claim_confidence: float = Field(0.75, ge=0.0, le=1.0)  # the claim the action acts on
+    claim_names_target: bool = True  # the node acted on is the node the claim names
+    concluded: bool = True  # the investigation reached a verdict (not `unknown`)
+
+
+class ToolPolicy(_Strict):
+    enabled: bool = False
+    approvers: list[str] = Field(default_factory=list)  # names, or "group:<name>"
+    scope: Scope = Field(default_factory=Scope)
+    preconditions: Preconditions = Field(default_factory=Preconditions)
+
+
+class Approval(_Strict):
+    required: bool = True
+    expires_after: timedelta = timedelta(minutes=30)
+    bind_to: list[str] = Field(default_factory=lambda: ["tool", "args_hash", "evidence_digests"])
+
+    @field_validator("required")
+    @classmethod
+    def _always(cls, v: bool) -> bool:
+        if not v:
+            raise ValueError("approval cannot be turned off: every mutating tool needs one")
+        return v
+
+    @field_validator("expires_after", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return parse_duration(v)
+            except ValueError as exc:
+                raise ValueError(f"not a duration like 30m or 2h: {v!r}") from exc
+        return v
+
+    @field_validator("bind_to")
+    @classmethod
+    def _binds_all(cls, v: list[str]) -> list[str]:
+        missing = {"tool", "args_hash", "evidence_digests"} - set(v)
+        if missing:
+            raise ValueError(f"an approval must bind {sorted(missing)} too")
+        return v
+
+
+class Limits(_Strict):
+    """Blast radius, counted from the ledger's successful executions."""
+
+    max_nodes_drained_per_day: int = Field(2, ge=0)  # drained or cordoned, rolling 24 h
+    max_partition_fraction: float = Field(0.05, ge=0.0, le=1.0)  # of a partition out of service
+
+
+class RetryRule(_Strict):
+    """A retry only when something changed."""
+
+    require_change_for: list[str] = Field(
+        default_factory=lambda: ["gpu_oom", "host_oom", "application_error"])
+    require_exclusion_for: list[str] = Field(
+        default_factory=lambda: ["gpu_hardware", "network_fault", "node_failure"])
+
+    @field_validator("require_change_for", "require_exclusion_for")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        bad = [c for c in v if c not in RETRY_CATEGORIES]
+        if bad:
+            raise ValueError(f"unknown failure categories {bad}; known: {list(RETRY_CATEGORIES)}")
+        return v
+
+
+class Policy(_Strict):
+    version: int = 1
+    approval: Approval = Field(default_factory=Approval)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    tools: dict[str, ToolPolicy] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    retry: RetryRule = Field(default_factory=RetryRule)
+    source: str = Field("<built-in>", exclude=True)  # the file it came from
+
+    @field_validator("version")
+    @classmethod
+    def _v1(cls, v: int) -> int:
+        if v != 1:
+            raise ValueError("only policy version 1 exists")
+        return v
+
+    @field_validator("tools")
+    @classmethod
+    def _mutating_tools_only(cls, v: dict[str, ToolPolicy]) -> dict[str, ToolPolicy]:
+        known = mutating_tool_names()
+        for name in v:
+            if name not in known:
+                raise ValueError(f"{name!r} is not a mutating tool; known: {sorted(known)}")
+        return v
+
+    def tool(self, name: str) -> ToolPolicy:
+        return self.tools.get(name) or ToolPolicy()
+
+    def may_approve(self, tool: str, approver: str) -> bool:
+        for entry in self.tool(tool).approvers:
+            if entry.startswith("group:"):
+                if approver in self.groups.get(entry[len("group:"):], []):
+                    return True
+            elif entry == approver:
+                return True
+        return False
+
+
+def mutating_tool_names() -> set[str]:
+    from goodput_agent.toolkit import registry
+
+    return {name for name, t in registry().items() if not t.read_only}
+
+
+# --- loading with line numbers --------------------------------------------------------------
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Follow a pydantic error location through the YAML node tree; the deepest line found."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, val in node.value:
+                if k.value == str(part):
+                    nxt, line = val, k.start_mark.line + 1
+                    break
+            if nxt is None:
+                return line
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def parse_policy(text: str, source: str) -> Policy:
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        raise BadInput(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{source}:1: a policy is a YAML mapping (version, approval, tools, ...)")
+    try:
+        policy = Policy.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        line = _line_of(root, loc)
+        path = ".".join(str(p) for p in loc) or "(top)"
+        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        raise BadInput(f"{source}:{line or 1}: {path}: {msg}{more}") from None
+    policy.source = source
+    return policy
+
+
+def default_policy_text() -> str:
+    return resources.files("goodput_agent.policies").joinpath("default.yaml").read_text("utf-8")
+
+
+def load_policy(path: Path | None = None) -> Policy:
+    """The policy in `path`, or the shipped conservative default."""
+    if path is None:
+        return parse_policy(default_policy_text(), "policies/default.yaml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the policy: {exc.strerror}") from None
+    return parse_policy(text, str(path))

@@ -1,0 +1,73 @@
+"""How mutating tools reach a cluster: a Slurm command runner and the result they return."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from goodput_agent.toolkit import ToolContext, ToolUnavailable
+
+
+class CommandResult(BaseModel):
+    argv: list[str]
+    rc: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+class ActionOutput(BaseModel):
+    """What an executed action returned: stored whole in the execution row."""
+
+    ok: bool
+    command: str
+    results: list[CommandResult] = []
+    response: Any = None  # an API response (Kubernetes)
+
+    def summary(self) -> dict[str, object]:
+        return {"ok": self.ok, "command": self.command}
+
+
+class SlurmRunner(Protocol):
+    def run(self, argv: list[str]) -> CommandResult: ...
+
+
+class SubprocessRunner:
+    """Runs Slurm's commands with the given environment (SLURM_CONF ...) and a timeout."""
+
+    def __init__(self, env: dict[str, str] | None = None, timeout_s: float = 30.0):
+        self.env, self.timeout_s = env, timeout_s
+
+    def run(self, argv: list[str]) -> CommandResult:
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                               timeout=self.timeout_s, check=False)
+        except FileNotFoundError:
+            raise ToolUnavailable(f"{argv[0]}: not installed here") from None
+        except subprocess.TimeoutExpired:
+            return CommandResult(argv=argv, rc=124, stderr=f"timed out after {self.timeout_s} s")
+        return CommandResult(argv=argv, rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
+
+
+def slurm(ctx: ToolContext) -> SlurmRunner:
+    if ctx.slurm is None:
+        raise ToolUnavailable("no Slurm cluster to act on (run where scontrol reaches it)")
+    return ctx.slurm
+
+
+def command_line(*argvs: list[str]) -> str:
+    return " && ".join(shlex.join(a) for a in argvs)
+
+
+def run_all(ctx: ToolContext, *argvs: list[str]) -> ActionOutput:
+    """Run the commands in order, stopping at the first that fails."""
+    runner = slurm(ctx)
+    results: list[CommandResult] = []
+    for argv in argvs:
+        results.append(runner.run(argv))
+        if results[-1].rc != 0:
+            break
+    ok = len(results) == len(argvs) and all(r.rc == 0 for r in results)
+    return ActionOutput(ok=ok, command=command_line(*argvs), results=results)

@@ -1,0 +1,46 @@
+"""Argument types and shared mechanics of the Slurm mutating tools."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, StringConstraints
+
+from goodput_agent.approval.runner import slurm
+from goodput_agent.toolkit import ToolContext
+
+# one hostname, or a hostlist expression (gpu-[01-04]); no spaces, no '=' (one argv token)
+NodeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._\-\[\],]+$", max_length=200)]
+JobId = Annotated[str, StringConstraints(pattern=r"^\d+(_\d+)?$", max_length=32)]
+
+
+def _one_line(text: str) -> str:
+    clean = " ".join(text.split())
+    if not clean:
+        raise ValueError("a reason is required")
+    return clean[:200]
+
+
+Reason = Annotated[str, AfterValidator(_one_line)]
+
+OUT_OF_SERVICE = ("drain", "drng", "down", "fail", "maint", "inval")
+
+
+def partitions_of(ctx: ToolContext, nodes: list[str]) -> list[tuple[str, list[str], list[str]]]:
+    """(partition, its nodes, those already out of service) for each partition of `nodes`,
+    from `sinfo -h -N -o %N|%P|%t`."""
+    res = slurm(ctx).run(["sinfo", "-h", "-N", "-o", "%N|%P|%t"])
+    if res.rc != 0:
+        raise RuntimeError(f"sinfo failed: {res.stderr.strip()[:200]}")
+    members: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
+    for line in res.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3:
+            continue
+        node, part, state = parts[0], parts[1].rstrip("*"), parts[2].rstrip("*~#!%$@^-+")
+        members.setdefault(part, set()).add(node)
+        if state.startswith(OUT_OF_SERVICE):
+            out.setdefault(part, set()).add(node)
+    return [(p, sorted(ns), sorted(out.get(p, set()))) for p, ns in sorted(members.items())
+            if set(nodes) & ns]
