@@ -56,6 +56,19 @@ CREATE TABLE IF NOT EXISTS action_events (
     actor VARCHAR, occurred_at TIMESTAMPTZ, tool VARCHAR, args_hash VARCHAR,
     evidence_digest VARCHAR, approval_id BIGINT, expires_at TIMESTAMPTZ, ok BOOLEAN,
     reason VARCHAR, detail_json VARCHAR);
+-- the Claude planner: one row per Messages API call (tokens, cost, request id), the full output
+-- of each tool call the model saw summarised, and the chat conversation, message by message
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id BIGINT PRIMARY KEY, investigation_id VARCHAR, seq INTEGER, model VARCHAR,
+    request_id VARCHAR, input_tokens BIGINT, output_tokens BIGINT, cache_creation_tokens BIGINT,
+    cache_read_tokens BIGINT, cost_usd DOUBLE, stop_reason VARCHAR, duration_ms DOUBLE,
+    created_at TIMESTAMPTZ);
+CREATE TABLE IF NOT EXISTS tool_outputs (
+    id BIGINT PRIMARY KEY, investigation_id VARCHAR, tool_call_id BIGINT, evidence_id BIGINT,
+    line_count INTEGER, full_text VARCHAR, created_at TIMESTAMPTZ);
+CREATE TABLE IF NOT EXISTS chat_messages (
+    id BIGINT PRIMARY KEY, investigation_id VARCHAR, seq INTEGER, role VARCHAR,
+    content_json VARCHAR, created_at TIMESTAMPTZ);
 """
 
 
