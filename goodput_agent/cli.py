@@ -14,6 +14,13 @@ import click
 from rich.console import Console
 
 from goodput_agent import __version__
+from goodput_agent.cli_actions import (
+    actions_cmd,
+    approve_cmd,
+    policy_group,
+    reject_cmd,
+    verify_cmd,
+)
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
@@ -313,6 +320,8 @@ def tools_cmd(as_json: bool) -> None:
 
 
 cli.add_command(trace)
+for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group):
+    cli.add_command(_cmd)
 
 
 def main() -> None:

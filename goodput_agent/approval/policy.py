@@ -5,6 +5,7 @@ under which rule a retry is allowed. YAML validated by pydantic; errors name the
 from __future__ import annotations
 
 import fnmatch
+import re
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -69,8 +70,8 @@ class Approval(_Strict):
         if isinstance(v, str):
             try:
                 return parse_duration(v)
-            except ValueError as exc:
-                raise ValueError(f"not a duration like 30m or 2h: {v!r}") from exc
+            except (ValueError, BadInput):
+                raise ValueError(f"not a duration like 30m or 2h: {v!r}") from None
         return v
 
     @field_validator("bind_to")
@@ -153,6 +154,9 @@ def mutating_tool_names() -> set[str]:
 # --- loading with line numbers --------------------------------------------------------------
 
 
+_UNKNOWN_TOOL = re.compile(r"Value error, '([^']+)' is not a mutating tool")
+
+
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """Follow a pydantic error location through the YAML node tree; the deepest line found."""
     line = node.start_mark.line + 1 if node is not None else None
@@ -190,6 +194,8 @@ def parse_policy(text: str, source: str) -> Policy:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        if loc == ("tools",) and (m := _UNKNOWN_TOOL.match(err["msg"])):
+            loc = ("tools", m.group(1))  # point at the unknown tool's own line
         line = _line_of(root, loc)
         path = ".".join(str(p) for p in loc) or "(top)"
         more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""

@@ -1,0 +1,312 @@
+"""`goodput actions | approve | reject | verify | policy check`: the human decides, the gate
+acts within policy, and the re-measurement says whether the fix worked."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+
+from goodput_agent.errors import BadInput
+
+ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
+                             default=None, help="DuckDB ledger file (default: user data dir).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+policy_option = click.option(
+    "--policy", "policy_path", type=click.Path(path_type=Path), default=None,
+    help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped conservative one).")
+EXIT_REFUSED = 2  # the gate or the policy said no (a ledger row says why)
+EXIT_FAILED = 1  # the approved command ran and failed (its output is in the ledger)
+
+
+def _policy(path: Path | None):  # noqa: ANN202 - a Policy
+    from goodput_agent.approval.policy import load_policy
+
+    env = os.environ.get("GOODPUT_POLICY")
+    return load_policy(path or (Path(env) if env else None))
+
+
+def _ledger_path(path: Path | None) -> Path:
+    from goodput_agent.ledger import default_ledger_path
+
+    found = path or default_ledger_path()
+    if not found.is_file():
+        raise BadInput(f"{found}: no ledger here yet (run `goodput investigate` first)")
+    return found
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def live_context(tool: str, slurm_conf: Path | None, kubeconfig: Path | None):  # noqa: ANN201
+    """The cluster clients a mutating tool needs, built only for the family it belongs to."""
+    from goodput_agent.toolkit import ToolContext
+
+    if tool.startswith("slurm_"):
+        from goodput_agent.approval.runner import SubprocessRunner
+
+        env = dict(os.environ)
+        if slurm_conf:
+            env["SLURM_CONF"] = str(slurm_conf)
+        return ToolContext(slurm=SubprocessRunner(env))
+    if tool.startswith("k8s_"):
+        from kubernetes import config
+
+        try:
+            if kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser(
+            ).is_file():
+                api = config.new_client_from_config(str(kubeconfig) if kubeconfig else None)
+            else:
+                config.load_incluster_config()
+                from kubernetes.client import ApiClient
+
+                api = ApiClient()
+        except Exception as exc:  # noqa: BLE001 - any config problem is one line
+            raise BadInput(f"{kubeconfig or 'kubeconfig'}: cannot configure the Kubernetes "
+                           f"client: {exc}".splitlines()[0]) from None
+        return ToolContext(kube=api)
+    return ToolContext()
+
+
+cluster_options = [
+    click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
+                 help="slurm.conf of the cluster to act on (default: $SLURM_CONF)."),
+    click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+                 help="kubeconfig of the cluster to act on (default: $KUBECONFIG)."),
+]
+
+
+def _with(options):  # noqa: ANN001, ANN202 - click decorators
+    def deco(f):  # noqa: ANN001, ANN202
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return deco
+
+
+@click.command("actions")
+@click.argument("investigation_id", required=False)
+@policy_option
+@json_option
+@ledger_option
+def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json: bool,
+                ledger_path: Path | None) -> None:
+    """Proposed actions of an investigation (default: the latest), with their status, the
+    claim they rest on, and whether the policy would allow them."""
+    from goodput_agent.approval.gate import preview_action
+    from goodput_agent.ledger import open_ledger
+
+    policy = _policy(policy_path)
+    with open_ledger(_ledger_path(ledger_path), read_only=True) as lg:
+        inv = investigation_id or lg.latest_investigation_id()
+        rows = lg.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id", [inv])
+        if inv is None or not lg.rows("SELECT 1 FROM investigations WHERE id = ?", [inv]):
+            raise BadInput(f"{lg.path}: no investigation {investigation_id or '(empty ledger)'}")
+        previews = [preview_action(lg, r["id"], policy, None) for r in rows]
+    if as_json:
+        _echo_json({"investigation_id": inv, "actions": [p.model_dump(mode="json")
+                                                        for p in previews]})
+        return
+    t = Table(title=f"Actions of {inv} (policy {policy.source})", expand=True)
+    for col in ("id", "status", "tool", "args", "why", "claims", "policy"):
+        t.add_column(col)
+    for p in previews:
+        verdict = "[green]allowed[/]" if p.allowed else "[red]denied[/]: " + escape(
+            "; ".join(p.reasons))
+        t.add_row(str(p.action_id), p.status, p.tool, escape(json.dumps(p.args)),
+                  escape(p.rationale or ""), ", ".join(f"#{c.id} {c.category}"
+                                                       for c in p.claims), verdict)
+    Console().print(t)
+
+
+def render_preview(p: Any, console: Console) -> None:
+    lines = [f"[bold]{p.tool}[/]  action {p.action_id} of {p.investigation_id}  status {p.status}",
+             f"args hash {p.args_hash}", f"evidence {p.evidence_digest}"]
+    for c in p.claims:
+        lines.append(f"claim #{c.id} ({c.category}, {c.status}, confidence {c.confidence:.2f}"
+                     f"{', node ' + c.node if c.node else ''}): {escape(c.statement)}")
+        lines.append(f"  evidence digests: {', '.join(c.evidence_digests) or 'none'}")
+    if p.rationale:
+        lines.append(f"why: {escape(p.rationale)}")
+    console.print(Panel("\n".join(lines), title="Proposed action"))
+    console.print(Panel(escape(p.command or "(no command: see the reasons)"),
+                        title="Exactly what runs"))
+    if p.dry_run:
+        console.print(Panel(Syntax(p.dry_run, "diff", word_wrap=True),
+                            title="Dry run / diff"))
+    for n in p.notes:
+        console.print(f"note: {escape(n)}")
+    if p.allowed:
+        console.print(f"[green]policy {escape(p.policy)}: allowed[/] (approval expires after "
+                      f"{p.expires_after_s / 60:g} min, single use)")
+    else:
+        for r in p.reasons:
+            console.print(f"[red]policy: {escape(r)}[/]")
+
+
+@click.command("approve")
+@click.argument("action_id", type=int)
+@click.option("--as", "approver", required=True, help="Who approves (a name the policy lists).")
+@click.option("--yes", is_flag=True, help="Do not ask to confirm (the preview is still shown).")
+@_with(cluster_options)
+@policy_option
+@json_option
+@ledger_option
+def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | None,
+                kubeconfig: Path | None, policy_path: Path | None, as_json: bool,
+                ledger_path: Path | None) -> None:
+    """Show the exact preview of an action, ask to confirm, approve it and execute it through
+    the gate. Refused (exit 2, with a ledger row) whenever the policy or the approval says no."""
+    from goodput_agent.approval import store
+    from goodput_agent.approval.gate import (
+        GateRefused,
+        approve_action,
+        execute_action,
+        preview_action,
+    )
+    from goodput_agent.ledger import open_ledger
+
+    policy = _policy(policy_path)
+    console = Console(stderr=as_json)
+    with open_ledger(_ledger_path(ledger_path)) as lg:
+        action = store.action_row(lg, action_id)
+        ctx = live_context(action["tool"], slurm_conf, kubeconfig)
+        p = preview_action(lg, action_id, policy, ctx)
+        render_preview(p, console)
+        result: dict[str, Any] = {"preview": p.model_dump(mode="json")}
+        try:
+            if not p.allowed:  # records the refusal row and raises
+                approve_action(lg, action_id, approver, policy)
+            if not yes and not click.confirm(f"Approve and run this as {approver}?",
+                                             default=False, err=True):
+                raise BadInput("not confirmed: nothing approved, nothing ran")
+            approval = approve_action(lg, action_id, approver, policy)
+            result["approval"] = approval.model_dump(mode="json")
+            execution = execute_action(lg, action_id, ctx, policy)
+            result["execution"] = execution.model_dump(mode="json")
+        except GateRefused as exc:
+            result["refused"] = exc.reason
+            if as_json:
+                _echo_json(result)
+            click.echo(f"goodput: refused: {exc.reason}", err=True)
+            sys.exit(EXIT_REFUSED)
+        result["status"] = store.status_of(store.events(lg, action_id))
+    if as_json:
+        _echo_json(result)
+    else:
+        _render_execution(execution, console)
+    if not execution.ok:
+        sys.exit(EXIT_FAILED)
+
+
+def _render_execution(e: Any, console: Console) -> None:
+    out = (e.detail or {}).get("output") or {}
+    style = "green" if e.ok else "red"
+    body = [f"[{style}]{'executed' if e.ok else 'FAILED'}[/] (row {e.id}, approval "
+            f"{e.approval_id})"]
+    if e.reason:
+        body.append(escape(e.reason))
+    for r in out.get("results") or []:
+        body.append(f"$ {escape(' '.join(r['argv']))}  -> rc {r['rc']}")
+        body += [escape(x) for x in (r["stdout"].strip(), r["stderr"].strip()) if x]
+    if out.get("response") is not None:
+        body.append(escape(json.dumps(out["response"], default=str)[:1500]))
+    console.print(Panel("\n".join(body), title="Execution"))
+
+
+@click.command("reject")
+@click.argument("action_id", type=int)
+@click.option("--as", "approver", required=True, help="Who rejects.")
+@click.option("--why", required=True, help="The reason, kept in the ledger.")
+@json_option
+@ledger_option
+def reject_cmd(action_id: int, approver: str, why: str, as_json: bool,
+               ledger_path: Path | None) -> None:
+    """Reject a proposed action, with the reason (a ledger row)."""
+    from goodput_agent.approval.gate import reject_action
+    from goodput_agent.ledger import open_ledger
+
+    with open_ledger(_ledger_path(ledger_path)) as lg:
+        row = reject_action(lg, action_id, approver, why)
+    if as_json:
+        _echo_json(row.model_dump(mode="json"))
+    else:
+        click.echo(f"action {action_id} rejected by {approver}: {why} (row {row.id})")
+
+
+@click.group("policy")
+def policy_group() -> None:
+    """Approval policies."""
+
+
+@policy_group.command("check")
+@click.argument("file", type=click.Path(path_type=Path), required=False)
+@json_option
+def policy_check(file: Path | None, as_json: bool) -> None:
+    """Validate a policy file (default: the shipped one); errors name the file and line."""
+    from goodput_agent.approval.policy import load_policy
+
+    p = load_policy(file)
+    enabled = {n: t.approvers for n, t in p.tools.items() if t.enabled}
+    if as_json:
+        _echo_json({"ok": True, "file": p.source, "enabled": enabled,
+                    "policy": p.model_dump(mode="json")})
+        return
+    click.echo(f"{p.source}: ok; approvals expire after "
+               f"{p.approval.expires_after.total_seconds() / 60:g} min; "
+               f"{len(enabled)} of {len(p.tools)} listed tools enabled"
+               + "".join(f"\n  {n}: approvers {', '.join(a) or 'none'}"
+                         for n, a in enabled.items()))
+
+
+@click.command("verify")
+@click.argument("investigation_id")
+@click.option("--after", "after", type=click.Path(path_type=Path), required=True,
+              help="Bundle collected after the fix (same layout as the investigated one).")
+@click.option("--before", "before", type=click.Path(path_type=Path), default=None,
+              help="The investigated bundle (default: the investigation's own target).")
+@json_option
+@ledger_option
+def verify_cmd(investigation_id: str, after: Path, before: Path | None, as_json: bool,
+               ledger_path: Path | None) -> None:
+    """Re-measure after the fix: recovered / partly / not_recovered / regressed_elsewhere, or
+    incomparable (exit 3) when the conditions differ. The verdict becomes a ledger row."""
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.verify.run import verify_investigation
+
+    with open_ledger(_ledger_path(ledger_path)) as lg:
+        result, rows = verify_investigation(lg, investigation_id, after, before)
+    if as_json:
+        _echo_json({**result.model_dump(mode="json"), "ledger_rows": rows})
+    else:
+        render_verification(result, Console())
+    if result.verdict == "incomparable":
+        sys.exit(3)
+
+
+def render_verification(r: Any, console: Console) -> None:
+    color = {"recovered": "green", "partly": "yellow", "incomparable": "cyan"}.get(r.verdict,
+                                                                                   "red")
+    body = [f"[bold {color}]{r.verdict}[/]  {escape(r.summary)}"]
+    body += [f"condition: {escape(c)}" for c in r.conditions]
+    console.print(Panel("\n".join(body), title=f"Verify ({r.kind})"))
+    if r.phases:
+        t = Table(title="Before / after", expand=True)
+        for col in ("phase", "healthy", "before", "after"):
+            t.add_column(col, justify="left" if col == "phase" else "right")
+        for p in r.phases:
+            t.add_row(p.phase, *("—" if v is None else f"{v:.3g} {p.unit}"
+                                 for v in (p.healthy, p.before, p.after)))
+        console.print(t)
+    for n in [*r.notes, *(f"evidence: {e}" for e in r.evidence[:10])]:
+        console.print(f"[dim]{escape(n)}[/]")

@@ -1,0 +1,49 @@
+"""`goodput verify`: re-measure after the fix and record the verdict on the actions taken."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from goodput_agent.approval import store
+from goodput_agent.errors import BadInput
+from goodput_agent.ledger import Ledger
+from goodput_agent.verify.model import VerifyResult
+
+
+def measure(kind: str, report: dict, before: Path | None, after: Path) -> VerifyResult:
+    from goodput_agent.verify import failure, latency, slowdown
+
+    if kind == "slowdown":
+        return slowdown.verify(report, before, after)
+    if kind == "latency":
+        return latency.verify(report, after)
+    return failure.verify(report, before, after)
+
+
+def verify_investigation(ledger: Ledger, inv_id: str, after: Path,
+                         before: Path | None = None) -> tuple[VerifyResult, list[int]]:
+    """The verdict, and the verification rows written: one per action executed through the gate
+    (or, when none was, one per proposed action: the fix may have been applied by hand)."""
+    inv = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
+    conc = ledger.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
+    if not inv or not conc:
+        raise BadInput(f"{ledger.path}: no concluded investigation {inv_id}")
+    if not after.exists():
+        raise BadInput(f"{after}: no such file or directory")
+    target = Path(inv[0]["target"]) if inv[0]["target"] else None
+    before = before or (target if target is not None and target.exists() else None)
+    result = measure(inv[0]["kind"], json.loads(conc[0]["report_json"]), before, after)
+    actions = ledger.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id",
+                          [inv_id])
+    executed = [a["id"] for a in actions
+                if any(e.kind == "execution" and e.ok for e in store.events(ledger, a["id"]))]
+    rows = []
+    for aid in executed or [a["id"] for a in actions]:
+        row = store.record_event(
+            ledger, store.action_row(ledger, aid), "verification", actor="goodput verify",
+            ok=result.verdict == "recovered", reason=result.verdict,
+            detail={"after": str(after), "before": str(before) if before else None,
+                    "through_gate": bool(executed), **result.model_dump(mode="json")})
+        rows.append(row.id)
+    return result, rows
