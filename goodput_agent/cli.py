@@ -21,6 +21,7 @@ from goodput_agent.cli_actions import (
     reject_cmd,
     verify_cmd,
 )
+from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
@@ -320,6 +321,8 @@ def tools_cmd(as_json: bool) -> None:
 
 
 cli.add_command(trace)
+cli.add_command(serve_cmd)
+cli.add_command(failure_timeline_cmd)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group):
     cli.add_command(_cmd)
 

@@ -1,0 +1,83 @@
+"""`goodput serve`: review investigations in a browser; `goodput failure-timeline`: the same
+rank/node timeline picture as an SVG file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from goodput_agent.errors import BadInput
+
+ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
+                             default=None, help="DuckDB ledger file (default: user data dir).")
+
+
+def _ledger(path: Path | None) -> Path:
+    from goodput_agent.ledger import default_ledger_path
+
+    return (path or default_ledger_path()).expanduser()
+
+
+@click.command("serve")
+@ledger_option
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; anything but loopback needs an access token.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
+              help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one).")
+@click.option("--token-file", type=click.Path(path_type=Path), default=None,
+              help="File holding the access token (default: $GOODPUT_SERVE_TOKEN); required "
+                   "with a non-loopback --host.")
+def serve_cmd(ledger_path: Path | None, host: str, port: int, policy_path: Path | None,
+              token_file: Path | None) -> None:
+    """Serve the review pages: investigations, evidence in context, pictures, approvals."""
+    import uvicorn
+
+    from goodput_agent.approval.policy import load_policy
+    from goodput_agent.web.app import ServeConfig, create_app
+    from goodput_agent.web.security import configured_token, require_token_for
+
+    token = configured_token(token_file)
+    require_token_for(host, token)
+    env = os.environ.get("GOODPUT_POLICY")
+    policy = policy_path or (Path(env) if env else None)
+    load_policy(policy)  # a broken policy is one line now, not an error on the first click
+    ledger = _ledger(ledger_path)
+    if not ledger.is_file():
+        raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
+    config = ServeConfig(ledger=ledger, host=host, token=token, policy_path=policy)
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    click.echo(f"goodput: serving {ledger} on http://{shown}:{port}/"
+               + (" (token required)" if token else ""), err=True)
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning",
+                server_header=False)
+
+
+@click.command("failure-timeline")
+@click.argument("investigation_id", required=False)
+@ledger_option
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+              help="SVG file to write.")
+def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
+                         out: Path) -> None:
+    """Every rank's first error of a failure on one clock (the latest investigation by default)."""
+    from goodput_agent.pictures.failure_timeline import draw_failure_timeline
+    from goodput_agent.web.reader import read_ledger
+    from goodput_agent.web.views import report_of
+
+    with read_ledger(_ledger(ledger_path)) as (led, _):
+        inv_id = investigation_id or led.latest_investigation_id()
+        if inv_id is None:
+            raise BadInput(f"{led.path}: no investigations")
+        rec = led.investigation(inv_id)
+        if rec is None:
+            raise BadInput(f"{led.path}: no investigation {inv_id}")
+        report = report_of(rec.conclusion)
+    if report is None or report.kind != "failure":
+        raise BadInput(f"{inv_id}: not a concluded failure investigation")
+    written = draw_failure_timeline(report, out)
+    if written is None:
+        raise BadInput(f"{inv_id}: no failure event has a time; nothing to draw")
+    click.echo(str(written))

@@ -1,0 +1,102 @@
+"""Reading the ledger from the web server without ever writing it, while another process may.
+
+DuckDB lets one process hold a database file for writing and refuses every other process's
+connection, read-only ones included, while it does. So each request opens its own short-lived
+read-only connection (nothing stays open between requests, so `goodput investigate` can take
+the file at any time), and when the file is held by a writer, the request reads a snapshot:
+the database file and its write-ahead log copied to a temporary folder and opened read-only
+there (DuckDB replays the copied log in memory). A copy taken in the middle of a checkpoint
+can fail to open; it is retried a few times before the page says the ledger is busy.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import structlog
+
+from goodput_agent.errors import BadInput
+from goodput_agent.ledger import Ledger
+
+log = structlog.get_logger(__name__)
+SNAPSHOT_TRIES = 5
+
+
+class LedgerBusy(Exception):
+    """The ledger could not be read, even from a snapshot."""
+
+
+class _Opened(Ledger):
+    """A Ledger over a connection opened here (read-only); never runs the DDL."""
+
+    def __init__(self, path: Path, con: duckdb.DuckDBPyConnection):  # noqa: D107
+        self.path = path
+        self.con = con
+
+
+@dataclass(slots=True)
+class ReadInfo:
+    snapshot_at: datetime | None = None  # set when the page reads a copy
+    open_ms: float = 0.0
+
+
+def _locked(exc: duckdb.Error) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _snapshot(path: Path, folder: Path) -> duckdb.DuckDBPyConnection:
+    copy = folder / "ledger.duckdb"
+    last: Exception | None = None
+    for attempt in range(SNAPSHOT_TRIES):
+        for f in folder.iterdir():
+            f.unlink()
+        try:
+            shutil.copyfile(path, copy)
+            wal = path.with_name(path.name + ".wal")
+            if wal.exists():
+                shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
+            return duckdb.connect(str(copy), read_only=True)
+        except (duckdb.Error, OSError) as exc:  # a torn copy: take it again
+            last = exc
+            time.sleep(0.05 * (attempt + 1))
+    raise LedgerBusy(f"{path}: in use by another process and no consistent snapshot could be "
+                     f"read ({str(last).splitlines()[0] if last else 'unknown'})")
+
+
+@contextmanager
+def read_ledger(path: Path) -> Iterator[tuple[Ledger, ReadInfo]]:
+    """A read-only Ledger for one request, and whether it is a snapshot."""
+    if not path.is_file():
+        raise BadInput(f"{path}: no ledger here (run `goodput investigate` first, or --ledger)")
+    info = ReadInfo()
+    started = time.perf_counter()
+    folder: Path | None = None
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        if not _locked(exc):
+            raise BadInput(f"{path}: cannot open the ledger: {str(exc).splitlines()[0]}") \
+                from None
+        folder = Path(tempfile.mkdtemp(prefix="goodput-web-"))
+        try:
+            con = _snapshot(path, folder)
+        except LedgerBusy:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        info.snapshot_at = datetime.now(UTC)
+    info.open_ms = (time.perf_counter() - started) * 1000
+    log.debug("ledger_read", snapshot=info.snapshot_at is not None, open_ms=info.open_ms)
+    try:
+        yield _Opened(path, con), info
+    finally:
+        con.close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)

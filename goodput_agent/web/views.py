@@ -1,0 +1,98 @@
+"""What the pages show, read from a ledger (read-only): plain dicts for the templates."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import duckdb
+from pydantic import ValidationError
+
+from goodput_agent.approval import store
+from goodput_agent.ledger import Ledger
+from goodput_agent.report import Report
+
+
+def report_of(conclusion: dict[str, Any] | None) -> Report | None:
+    if not conclusion or not conclusion.get("report_json"):
+        return None
+    try:
+        return Report.model_validate_json(conclusion["report_json"])
+    except ValidationError:
+        return None
+
+
+def action_statuses(ledger: Ledger, inv_id: str) -> dict[int, str]:
+    """Each action's status from its approval rows; 'proposed' for a ledger written before
+    approvals existed (no action_events table)."""
+    actions = ledger.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id",
+                          [inv_id])
+    try:
+        evs = store.investigation_events(ledger, inv_id)
+    except duckdb.CatalogException:
+        evs = []
+    by: dict[int, list[store.Event]] = {}
+    for e in evs:
+        by.setdefault(e.action_id, []).append(e)
+    return {a["id"]: store.status_of(by.get(a["id"], [])) for a in actions}
+
+
+def investigation_list(ledger: Ledger, limit: int = 200) -> list[dict[str, Any]]:
+    out = []
+    for row in ledger.investigations(limit):
+        counts = Counter(action_statuses(ledger, row["id"]).values())
+        out.append({**row, "actions": ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                    or "none"})
+    return out
+
+
+def _ids(text: str | None) -> list[int]:
+    try:
+        return [int(i) for i in json.loads(text or "[]")]
+    except (ValueError, TypeError):
+        return []
+
+
+def investigation_view(ledger: Ledger, inv_id: str) -> dict[str, Any] | None:
+    rec = ledger.investigation(inv_id)
+    if rec is None:
+        return None
+    evidence = {e["id"]: e for e in rec.evidence}
+    claims = []
+    for c in rec.claims:
+        claims.append({**c, "supporting_ev": [evidence[i] for i in _ids(c["supporting"])
+                                              if i in evidence],
+                       "contradicting_ev": [evidence[i] for i in _ids(c["contradicting"])
+                                            if i in evidence]})
+    statuses = action_statuses(ledger, inv_id)
+    actions = [{**a, "status_now": statuses.get(a["id"], a["status"]),
+                "args": json.loads(a["args_json"] or "{}")} for a in rec.actions]
+    tool_calls = [{**t, "summary": _summary(t["output_summary"])} for t in rec.tool_calls]
+    report = report_of(rec.conclusion)
+    return {"inv": rec.investigation, "conclusion": rec.conclusion, "report": report,
+            "claims": claims, "evidence": rec.evidence, "actions": actions,
+            "tool_calls": tool_calls}
+
+
+def _summary(text: str | None) -> str:
+    try:
+        value = json.loads(text or "null")
+    except ValueError:
+        return text or ""
+    return "" if value is None else json.dumps(value, sort_keys=True)
+
+
+def evidence_view(ledger: Ledger, inv_id: str, ev_id: int) -> dict[str, Any] | None:
+    rows = ledger.rows("SELECT * FROM evidence WHERE id = ? AND investigation_id = ?",
+                       [ev_id, inv_id])
+    if not rows:
+        return None
+    ev = rows[0]
+    citing = [c for c in ledger.rows("SELECT * FROM claims WHERE investigation_id = ? "
+                                     "ORDER BY id", [inv_id])
+              if ev_id in _ids(c["supporting"]) or ev_id in _ids(c["contradicting"])]
+    call = ledger.rows("SELECT * FROM tool_calls WHERE id = ?", [ev["tool_call_id"]]) \
+        if ev["tool_call_id"] is not None else []
+    inv = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])[0]
+    return {"ev": ev, "claims": citing, "call": call[0] if call else None, "inv": inv}
