@@ -211,9 +211,9 @@ def _live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: Tool
         reasons.append(f"blast radius: {len(after)} nodes drained/cordoned within 24 h would "
                        f"exceed the policy's {cap} ({', '.join(sorted(recent)) or 'none yet'})")
     partitions = getattr(tool, "partitions", None)
-    if partitions is None:
-        return reasons
     scope = policy.tool(tool.name).scope.partitions
+    if partitions is None or (policy.limits.max_partition_fraction >= 1.0 and not scope):
+        return reasons  # nothing to check against the cluster
     for part in partitions(ctx, args):  # (name, all nodes, nodes already out of service)
         name, nodes, out = part
         if scope and name not in scope:
