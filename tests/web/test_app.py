@@ -1,0 +1,156 @@
+"""The review app in-process (Starlette's test client, no browser): pages read the ledger and
+never write it; the two POSTs refuse without CSRF, on a stale preview, and for a person the
+policy does not name; the access token guards every request when configured."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from starlette.testclient import TestClient
+
+from goodput_agent.web.app import ServeConfig, create_app
+from goodput_agent.web.security import Signer
+from tests.web.conftest import Reviewed
+
+
+def _client(r: Reviewed, token: str | None = None) -> tuple[TestClient, ServeConfig]:
+    config = ServeConfig(ledger=r.ledger, policy_path=r.policy, token=token)
+    return TestClient(create_app(config), follow_redirects=False), config
+
+
+def _events(r: Reviewed) -> list[tuple]:
+    con = duckdb.connect(str(r.ledger), read_only=True)
+    try:
+        return con.execute("SELECT kind, actor, action_id FROM action_events ORDER BY id")\
+            .fetchall()
+    finally:
+        con.close()
+
+
+def _form(html: str, name: str) -> str:
+    m = re.search(rf'name="{name}" value="([^"]+)"', html)
+    assert m, f"no {name} in the form"
+    return m.group(1)
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_pages_show_the_investigation_and_never_write_the_ledger(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    before = _sha(reviewed.ledger)
+    listing = client.get("/")
+    assert listing.status_code == 200 and reviewed.inv_id in listing.text
+    assert "gpu_hardware" in listing.text and "3 proposed" in listing.text
+    page = client.get(f"/inv/{reviewed.inv_id}")
+    assert page.status_code == 200
+    assert 'id="verdict"' in page.text and "Xid 79" in page.text
+    assert 'id="failure-timeline"' in page.text and 'id="tool-calls"' in page.text
+    ev_ids = re.findall(rf'href="/inv/{reviewed.inv_id}/evidence/(\d+)"', page.text)
+    assert ev_ids
+    ev = client.get(f"/inv/{reviewed.inv_id}/evidence/{ev_ids[0]}")
+    assert ev.status_code == 200 and "origin-bundle" in ev.text
+    svg = client.get(f"/inv/{reviewed.inv_id}/failure-timeline.svg")
+    assert svg.status_code == 200 and svg.headers["content-type"].startswith("image/svg+xml")
+    assert "sandbox" in svg.headers["content-security-policy"]
+    action = client.get(f"/actions/{reviewed.drain_action}")
+    assert action.status_code == 200 and "scontrol update NodeName=gpu-node-03" in action.text
+    assert 'id="decision">allowed' in action.text.replace("\n", "")
+    assert client.get("/inv/no-such-id").status_code == 404
+    assert _sha(reviewed.ledger) == before  # nothing written by reading
+    assert _events(reviewed) == []
+
+
+def test_evidence_falls_back_to_the_stored_excerpt_when_the_bundle_is_gone(
+        reviewed: Reviewed) -> None:
+    import shutil
+
+    client, _ = _client(reviewed)
+    page = client.get(f"/inv/{reviewed.inv_id}").text
+    ev_id = re.findall(rf'/inv/{reviewed.inv_id}/evidence/(\d+)', page)[0]
+    shutil.rmtree(reviewed.bundle)
+    ev = client.get(f"/inv/{reviewed.inv_id}/evidence/{ev_id}")
+    assert ev.status_code == 200
+    assert "origin-ledger" in ev.text and "no longer readable" in ev.text
+    assert "Xid" in ev.text  # the stored excerpt
+
+
+def test_approval_without_csrf_is_refused_and_writes_nothing(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    shown = _form(html, "shown")
+    url = f"/actions/{reviewed.drain_action}/approve"
+    assert client.post(url, data={"approver": "alice", "shown": shown}).status_code == 403
+    assert client.post(url, data={"approver": "alice", "shown": shown,
+                                  "csrf": "0" * 64}).status_code == 403
+    # another session's token does not pass in this session
+    other, _ = _client(reviewed)
+    other.cookies.set("goodput_session", "someone-else")
+    assert other.post(url, data={"approver": "alice", "shown": shown,
+                                 "csrf": _form(html, "csrf")}).status_code == 403
+    assert _events(reviewed) == []
+
+
+def test_a_stale_preview_cannot_be_approved(reviewed: Reviewed) -> None:
+    client, config = _client(reviewed)
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    csrf, shown = _form(html, "csrf"), _form(html, "shown")
+    _, a_hash, ev_digest, _ = config.signer.read_shown(shown)
+    stale = config.signer.shown(reviewed.drain_action, a_hash, ev_digest,
+                                at=time.time() - 31 * 60)
+    url = f"/actions/{reviewed.drain_action}/approve"
+    res = client.post(url, data={"approver": "alice", "csrf": csrf, "shown": stale})
+    assert res.status_code == 409 and "longer than an approval lives" in res.text
+    forged = Signer.random().shown(reviewed.drain_action, a_hash, ev_digest)
+    res = client.post(url, data={"approver": "alice", "csrf": csrf, "shown": forged})
+    assert res.status_code == 400
+    assert _events(reviewed) == []
+
+
+def test_approve_goes_through_the_gate(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown")}
+    url = f"/actions/{reviewed.drain_action}/approve"
+    # the policy names alice only: the gate refuses bob and records the refusal
+    res = client.post(url, data={**form, "approver": "bob"})
+    assert res.status_code == 409 and "may not approve" in res.text
+    res = client.post(url, data={**form, "approver": "alice"})
+    assert res.status_code == 303
+    assert res.headers["location"] == f"/actions/{reviewed.drain_action}?done=approved"
+    assert _events(reviewed) == [("refusal", "bob", reviewed.drain_action),
+                                 ("approval", "alice", reviewed.drain_action)]
+    page = client.get(f"/actions/{reviewed.drain_action}?done=approved").text
+    assert 'id="status">approved' in page and "event-approval" in page
+
+
+def test_reject_needs_a_reason(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    url = f"/actions/{reviewed.drain_action}/reject"
+    base = {"csrf": _form(html, "csrf"), "approver": "carol"}
+    assert client.post(url, data={**base, "why": " "}).status_code == 400
+    assert client.post(url, data={**base, "why": "wrong node"}).status_code == 303
+    assert _events(reviewed) == [("rejection", "carol", reviewed.drain_action)]
+
+
+@pytest.mark.parametrize("how", ["query", "header"])
+def test_a_configured_token_guards_every_request(reviewed: Reviewed, how: str) -> None:
+    token = "t0ken-" + "x" * 20
+    client, _ = _client(reviewed, token=token)
+    for path in ("/", f"/inv/{reviewed.inv_id}", "/static/style.css"):
+        assert client.get(path).status_code == 401
+    assert client.get("/", headers={"Authorization": "Bearer wrong-token-123456"})\
+        .status_code == 401
+    if how == "query":
+        res = client.get(f"/inv/{reviewed.inv_id}?token={token}")
+        assert res.status_code == 303 and "token" not in res.headers["location"]
+        assert client.get(f"/inv/{reviewed.inv_id}").status_code == 200  # the cookie now
+    else:
+        assert client.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 200

@@ -1,0 +1,70 @@
+"""Pages while another process writes the ledger: DuckDB refuses every other process's
+connection while one holds the file for writing, so the reader falls back to a snapshot copy;
+a real `goodput investigate` running meanwhile is not held up by the server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from goodput_agent.web.app import ServeConfig, create_app
+from goodput_agent.web.reader import read_ledger
+from tests.web.conftest import Reviewed
+
+HOLD = """
+import sys, time
+from goodput_agent.ledger import Ledger
+led = Ledger(__import__('pathlib').Path(sys.argv[1]))
+led.start_investigation('held open by a writer', 'failure', 'x', 'test', '0')
+print('holding', flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_held_ledger_is_read_from_a_snapshot(reviewed: Reviewed) -> None:
+    with read_ledger(reviewed.ledger) as (_, info):
+        assert info.snapshot_at is None  # nobody writes: the file itself
+    writer = subprocess.Popen([sys.executable, "-c", HOLD, str(reviewed.ledger), "20"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
+        with read_ledger(reviewed.ledger) as (led, info):
+            assert info.snapshot_at is not None
+            # the writer's newest row, committed but not yet checkpointed, is in the snapshot
+            questions = {r["question"] for r in led.investigations()}
+            assert "held open by a writer" in questions
+        client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+                                                   policy_path=reviewed.policy)))
+        for path in ("/", f"/inv/{reviewed.inv_id}", f"/actions/{reviewed.drain_action}"):
+            res = client.get(path)
+            assert res.status_code == 200, path
+            assert 'id="snapshot"' in res.text
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_goodput_investigate_writes_while_the_pages_are_read(reviewed: Reviewed,
+                                                             tmp_path: Path) -> None:
+    client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+                                               policy_path=reviewed.policy)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "goodput_agent.cli", "investigate", str(reviewed.bundle),
+         "--ledger", str(reviewed.ledger), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    statuses, snapshots = [], 0
+    while proc.poll() is None or not statuses:
+        res = client.get(f"/inv/{reviewed.inv_id}")
+        statuses.append(res.status_code)
+        snapshots += 'id="snapshot"' in res.text
+        time.sleep(0.01)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err  # the writer was never locked out for good
+    assert set(statuses) == {200}
+    res = client.get("/")
+    assert res.status_code == 200 and res.text.count('<tr data-id="') == 2
+    assert 'id="snapshot"' not in res.text
