@@ -1,0 +1,346 @@
+"""The Claude planner: the model plans, the loop's execute() runs the read-only tools, and the
+ledger holds everything. The model can record claims (citing evidence ids the ledger holds) and
+proposals (status `proposed`); it can never approve or execute: mutating tools are not offered,
+and a request for one is refused by execute() as a tool error."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from goodput_agent import __version__
+from goodput_agent.ledger import Ledger, digest
+from goodput_agent.planner.base import ToolCall
+from goodput_agent.planner.claude_client import MessagesClient, Turn
+from goodput_agent.planner.claude_config import ClaudeSettings
+from goodput_agent.planner.claude_evidence import present, read_page, wrap
+from goodput_agent.planner.claude_store import record_llm_call
+from goodput_agent.planner.claude_tools import (
+    PLANNER_TOOLS,
+    FinishInput,
+    ProposeActionInput,
+    ReadEvidenceInput,
+    RecordClaimInput,
+    tool_definitions,
+)
+from goodput_agent.planner.loop import execute
+from goodput_agent.redact import redact, redact_data
+from goodput_agent.report import CATEGORIES, EvidenceItem, ProposedAction, Report, Retry, RootCause
+from goodput_agent.toolkit import ToolContext, registry
+
+log = structlog.get_logger(__name__)
+PLANNER_NAME = "claude"
+COMPACT_AT = 0.8  # of the context budget
+KEEP_RECENT = 4  # messages never compacted
+
+
+def prompt_text(name: str) -> str:
+    return resources.files("goodput_agent.prompts").joinpath(name).read_text(encoding="utf-8")
+
+
+def system_prompt(chat: bool = False) -> tuple[str, str]:
+    """The system prompt and its hash (stored with the investigation)."""
+    text = prompt_text("system_claude.md")
+    if chat:
+        text += "\n" + prompt_text("system_chat.md")
+    return text, digest(text)
+
+
+class ToolOutcome:
+    """A tool's answer to the model; `note` is what stays of it when history is compacted."""
+
+    def __init__(self, content: str, is_error: bool = False, finish: FinishInput | None = None,
+                 note: str | None = None):
+        self.content, self.is_error, self.finish, self.note = content, is_error, finish, note
+        self.failed_finish = False
+
+
+class Agent:
+    """One conversation with the model over one investigation's ledger rows."""
+
+    def __init__(self, settings: ClaudeSettings, ledger: Ledger, inv_id: str, ctx: ToolContext,
+                 kind: str, *, chat: bool = False, client: MessagesClient | None = None):
+        self.settings, self.ledger, self.inv_id, self.ctx, self.kind = (
+            settings, ledger, inv_id, ctx, kind)
+        self.client = client or MessagesClient(settings)
+        self.system, self.prompt_hash = system_prompt(chat)
+        self.tools = tool_definitions(finish=not chat)
+        self.messages: list[dict[str, Any]] = []
+        self.on_message: Callable[[dict[str, Any]], None] | None = None
+        self.compact_notes: dict[str, str] = {}
+        self.reset_budgets()
+
+    # --- budgets ---------------------------------------------------------------------
+
+    def reset_budgets(self) -> None:
+        self.turns = self.tool_calls = self.input_tokens = self.output_tokens = 0
+        self.last_input = 0
+        self.started = time.monotonic()
+
+    def budget_exhausted(self) -> str | None:
+        b = self.settings.budgets
+        checks = (("max_turns", self.turns, b.max_turns),
+                  ("max_tool_calls", self.tool_calls, b.max_tool_calls),
+                  ("max_input_tokens", self.input_tokens, b.max_input_tokens),
+                  ("max_output_tokens", self.output_tokens, b.max_output_tokens),
+                  ("max_wall_s", time.monotonic() - self.started, b.max_wall_s))
+        for name, used, limit in checks:
+            if used >= limit:
+                return f"the {name} budget ({limit:g}) was reached (used {used:g})"
+        return None
+
+    # --- messages --------------------------------------------------------------------
+
+    def add(self, role: str, content: Any) -> None:
+        msg = {"role": role, "content": content}
+        self.messages.append(msg)
+        if self.on_message:
+            self.on_message(msg)
+
+    def _compact(self) -> None:
+        """Near the context budget, old tool results shrink to a pointer into the ledger."""
+        if self.last_input < COMPACT_AT * self.settings.context_tokens:
+            return
+        done = 0
+        for msg in self.messages[:-KEEP_RECENT]:
+            if msg["role"] != "user" or not isinstance(msg["content"], list):
+                continue
+            for block in msg["content"]:
+                if block.get("type") == "tool_result" and block["tool_use_id"] in \
+                        self.compact_notes and not str(block.get("content")).startswith("[comp"):
+                    block["content"] = ("[compacted to save context] "
+                                        + self.compact_notes[block["tool_use_id"]])
+                    done += 1
+        if done:
+            log.info("history_compacted", results=done, input_tokens=self.last_input)
+
+    def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
+        self._compact()
+        turn = self.client.create(
+            system=[{"type": "text", "text": self.system,
+                     "cache_control": {"type": "ephemeral"}}],
+            tools=self.tools, messages=self.messages, on_text=on_text)
+        self.turns += 1
+        self.last_input = turn.input_tokens + turn.cache_creation_tokens + turn.cache_read_tokens
+        self.input_tokens += self.last_input
+        self.output_tokens += turn.output_tokens
+        cost = self.settings.cost_usd(turn.input_tokens, turn.output_tokens,
+                                      turn.cache_creation_tokens, turn.cache_read_tokens)
+        record_llm_call(self.ledger, self.inv_id, self.turns, self.settings.model, turn, cost)
+        content = [_plain(b) for b in turn.content]
+        self.add("assistant", content)
+        return turn
+
+    # --- tools -----------------------------------------------------------------------
+
+    def seq(self) -> int:
+        return int(self.ledger.con.execute(
+            "SELECT count(*) FROM tool_calls WHERE investigation_id = ?",
+            [self.inv_id]).fetchone()[0]) + 1
+
+    def run_tool(self, name: str, args: Any) -> ToolOutcome:
+        self.tool_calls += 1
+        if name in PLANNER_TOOLS and (name != "finish_investigation" or
+                                      any(t["name"] == name for t in self.tools)):
+            try:
+                parsed = PLANNER_TOOLS[name].model_validate(args)
+            except ValidationError as exc:
+                e = exc.errors()[0]
+                where = ".".join(str(p) for p in e["loc"]) or "input"
+                return ToolOutcome(f"invalid arguments: {where}: {e['msg']}", True)
+            return getattr(self, f"_{name}")(parsed)
+        if not isinstance(args, dict):
+            return ToolOutcome("invalid arguments: expected an object", True)
+        # everything else, mutating or unknown, goes to execute(), which refuses what it must
+        step = execute(ToolCall(tool=name, args=args), self.ctx, self.ledger, self.inv_id,
+                       self.seq())
+        if step.error is not None:
+            return ToolOutcome(f"error: {step.error}", True)
+        body, _ = present(step, self.ledger, self.inv_id, self.settings.result_chars)
+        head = body.split("\n", 1)[0]
+        return ToolOutcome(wrap(name, step.tool_call_id, body), note=head)
+
+    def _read_evidence(self, a: ReadEvidenceInput) -> ToolOutcome:
+        try:
+            text, _ = read_page(self.ledger, self.inv_id, a.id, a.start, a.count,
+                                self.settings.result_chars)
+        except LookupError as exc:
+            return ToolOutcome(f"error: {exc}", True)
+        return ToolOutcome(wrap("read_evidence", None, text))
+
+    def _record_claim(self, a: RecordClaimInput) -> ToolOutcome:
+        try:
+            cid = self.ledger.record_claim(self.inv_id, redact(a.statement), a.category,
+                                           a.confidence, a.status, a.supporting,
+                                           a.contradicting, a.node, a.rank, a.gpu)
+        except ValueError as exc:
+            return ToolOutcome(f"refused: {exc}; cite ids shown as [E<id>] in tool results",
+                               True)
+        return ToolOutcome(f"recorded claim {cid}")
+
+    def _claims(self) -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in self.ledger.rows(
+            "SELECT * FROM claims WHERE investigation_id = ? ORDER BY id", [self.inv_id])}
+
+    def _propose_action(self, a: ProposeActionInput) -> ToolOutcome:
+        tool = registry().get(a.tool)
+        if tool is None:
+            return ToolOutcome(f"refused: no tool named {a.tool!r}", True)
+        missing = [c for c in a.claim_ids if c not in self._claims()]
+        if missing:
+            return ToolOutcome(f"refused: unknown claim ids {missing}", True)
+        try:
+            tool.input_model.model_validate(a.args)
+        except ValidationError as exc:
+            return ToolOutcome(f"refused: invalid {a.tool} arguments: "
+                               f"{exc.errors()[0]['msg']}", True)
+        aid = self.ledger.record_action(self.inv_id, a.tool, redact_data(a.args),
+                                        not tool.read_only, redact(a.rationale), a.claim_ids)
+        return ToolOutcome(f"recorded proposal {aid} with status proposed. Nothing was executed; "
+                           "only a person can approve it, outside this conversation.")
+
+    def _finish_investigation(self, a: FinishInput) -> ToolOutcome:
+        problems = []
+        if a.kind != self.kind:
+            problems.append(f"kind must be {self.kind!r}")
+        if a.category != "unknown" and a.category not in CATEGORIES[self.kind]:
+            problems.append(f"category must be one of {', '.join(CATEGORIES[self.kind])} "
+                            "or unknown")
+        claims = self._claims()
+        if a.category != "unknown" and a.verdict_claim_id not in claims:
+            problems.append("verdict_claim_id must name a claim recorded with record_claim")
+        if problems:
+            return ToolOutcome("invalid conclusion: " + "; ".join(problems), True)
+        return ToolOutcome("conclusion accepted", finish=a)
+
+    def answer_tools(self, turn: Turn,
+                     on_tool: Callable[[str, Any, float, bool], None] | None = None
+                     ) -> list[ToolOutcome]:
+        """Run every tool_use of the turn; one user message carries all results."""
+        blocks, outcomes = [], []
+        for b in turn.content:
+            if b.get("type") != "tool_use":
+                continue
+            t0 = time.perf_counter()
+            out = self.run_tool(b["name"], b.get("input"))
+            out.failed_finish = b["name"] == "finish_investigation" and out.is_error
+            if on_tool:
+                on_tool(b["name"], b.get("input"), (time.perf_counter() - t0) * 1000,
+                        out.is_error)
+            if out.note:
+                self.compact_notes[b["id"]] = out.note
+            block = {"type": "tool_result", "tool_use_id": b["id"], "content": out.content}
+            if out.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+            outcomes.append(out)
+        if blocks:
+            self.add("user", blocks)
+        return outcomes
+
+
+def _plain(block: dict[str, Any]) -> dict[str, Any]:
+    """A content block as it is sent back: only the fields the API defines for it."""
+    if block.get("type") == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if block.get("type") == "tool_use":
+        return {"type": "tool_use", "id": block["id"], "name": block["name"],
+                "input": block.get("input", {})}
+    return block
+
+
+def first_message(question: str, kind: str, target: str) -> str:
+    cats = ", ".join(CATEGORIES[kind])
+    return (f"Question: {question}\nKind: {kind}. Verdict categories: {cats}, or unknown.\n"
+            f"Evidence source: {target}\nInvestigate with the tools, record claims citing "
+            "evidence ids, then call finish_investigation.")
+
+
+def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, question: str,
+                kind: str, target: str, unread: Callable[[], dict[str, str]],
+                client: MessagesClient | None = None) -> Report:
+    """One investigation planned by Claude; always ends with a recorded report."""
+    _, phash = system_prompt()
+    inv_id = ledger.start_investigation(question, kind, target, PLANNER_NAME, __version__,
+                                        prompt_hash=phash)
+    log.info("investigation_started", id=inv_id, kind=kind, target=target, planner=PLANNER_NAME,
+             model=settings.model)
+    agent = Agent(settings, ledger, inv_id, ctx, kind, client=client)
+    agent.add("user", first_message(question, kind, target))
+    finish, why_unknown, repairs = None, None, 0
+    while finish is None:
+        spent = agent.budget_exhausted()
+        if spent:
+            why_unknown = f"partial report: {spent} before a conclusion"
+            break
+        turn = agent.call()
+        outcomes = agent.answer_tools(turn)
+        finish = next((o.finish for o in outcomes if o.finish is not None), None)
+        if finish is not None:
+            break
+        bad = [o for o in outcomes if o.failed_finish]
+        if not outcomes:  # the model stopped without concluding
+            bad = [ToolOutcome("no finish_investigation call", True)]
+            agent.add("user", "Finish now: call finish_investigation with your conclusion.")
+        if bad:
+            repairs += 1
+            if repairs > settings.repair_attempts:
+                why_unknown = (f"no valid conclusion after {settings.repair_attempts} repair "
+                               f"attempts: {bad[-1].content}")
+                break
+    report = _report(agent, finish, why_unknown, question, unread())
+    log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
+             turns=agent.turns, tool_calls=agent.tool_calls, input_tokens=agent.input_tokens,
+             output_tokens=agent.output_tokens)
+    return report
+
+
+def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
+    if not ids:
+        return []
+    marks = ", ".join("?" for _ in ids)
+    rows = ledger.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
+                       "ORDER BY id", [inv_id, *ids])
+    return [EvidenceItem(id=r["id"], source=r["source"], locator=r["locator"],
+                         excerpt=r["excerpt"],
+                         time=r["event_time"].isoformat() if r["event_time"] else None)
+            for r in rows]
+
+
+def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
+            unread: dict[str, str]) -> Report:
+    ledger, inv_id = agent.ledger, agent.inv_id
+    claims = agent._claims()
+    actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
+                              mutating=a["mutating"], rationale=a["rationale"])
+               for a in ledger.rows("SELECT * FROM actions WHERE investigation_id = ? "
+                                    "ORDER BY id", [inv_id])]
+    if f is None:
+        so_far = [f"claim {c['id']} ({c['status']}, {c['confidence']:.2f}): {c['statement']}"
+                  for c in claims.values()]
+        root = RootCause(category="unknown", summary=why_unknown or "no conclusion",
+                         confidence=0.0)
+        unknowns, alternatives, retry = [why_unknown or "", *so_far], [], Retry(
+            useful=None, why="no verdict")
+    else:
+        verdict = claims.get(f.verdict_claim_id or -1)
+        ids = json.loads(verdict["supporting"]) if verdict else []
+        root = RootCause(category=f.category, summary=f.summary, node=f.node, rank=f.rank,
+                         gpu=f.gpu, confidence=f.confidence,
+                         evidence=_evidence_items(ledger, inv_id, ids))
+        unknowns, alternatives, retry = f.unknowns, f.alternatives, f.retry
+    report = Report(investigation_id=inv_id, kind=agent.kind,  # type: ignore[arg-type]
+                    question=question, root_cause=root, alternatives=alternatives, retry=retry,
+                    actions=actions, unread=sorted(unread), unread_reasons=unread,
+                    unknowns=unknowns)
+    report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
+    exit_code = 3 if report.root_cause.category == "unknown" else 0
+    ledger.record_conclusion(inv_id, report.root_cause.category, report.root_cause.confidence,
+                             exit_code, report.to_json())
+    return report

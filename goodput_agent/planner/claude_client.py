@@ -1,0 +1,117 @@
+"""The Messages API, called through the anthropic SDK with one retry policy (tenacity): 429, 529,
+5xx and connection errors are retried with exponential backoff and jitter, honoring
+`retry-after`; 4xx input errors are not. The SDK's own retries are off (max_retries=0)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import structlog
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from goodput_agent.planner.claude_config import ClaudeSettings
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Turn:
+    """One model answer and what it cost."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    request_id: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_creation_tokens: int
+    cache_read_tokens: int
+    duration_ms: float
+
+
+def retryable(exc: BaseException) -> bool:
+    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+        return True
+    if isinstance(exc, anthropic.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        if headers.get("retry-after-ms"):
+            return float(headers["retry-after-ms"]) / 1000
+        if headers.get("retry-after"):
+            return float(headers["retry-after"])
+    except ValueError:
+        return None  # an HTTP date: fall back to the backoff
+    return None
+
+
+class MessagesClient:
+    def __init__(self, settings: ClaudeSettings,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.settings = settings
+        self.sdk = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
+                                       max_retries=0, timeout=settings.request_timeout_s)
+        self._sleep = sleep
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = retry_after_s(exc)
+        if after is not None:
+            return min(after, self.settings.retry.retry_after_cap_s)
+        r = self.settings.retry
+        backoff = min(r.max_s, r.initial_s * 2 ** (state.attempt_number - 1))
+        return backoff + random.uniform(0, r.jitter_s)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning("messages_retry", attempt=state.attempt_number,
+                    status=getattr(exc, "status_code", None),
+                    request_id=getattr(exc, "request_id", None),
+                    wait_s=round(state.upcoming_sleep, 3), error=type(exc).__name__)
+
+    def _retrying(self) -> Retrying:
+        return Retrying(retry=retry_if_exception(retryable),
+                        stop=stop_after_attempt(self.settings.retry.attempts),
+                        wait=self._wait, sleep=self._sleep, before_sleep=self._log_retry,
+                        reraise=True)
+
+    def create(self, *, on_text: Callable[[str], None] | None = None,
+               **request: Any) -> Turn:
+        """One model turn; with `on_text`, streamed and each text piece handed over as it comes."""
+        request = {"model": self.settings.model,
+                   "max_tokens": self.settings.max_tokens_per_turn, **request}
+        for attempt in self._retrying():
+            with attempt:
+                t0 = time.perf_counter()
+                if on_text is None:
+                    msg = self.sdk.messages.create(**request)
+                    request_id = msg._request_id
+                else:
+                    with self.sdk.messages.stream(**request) as stream:
+                        for piece in stream.text_stream:
+                            on_text(piece)
+                        msg = stream.get_final_message()
+                        request_id = stream.request_id
+        duration_ms = (time.perf_counter() - t0) * 1000
+        u = msg.usage
+        turn = Turn(content=[b.model_dump(mode="json", exclude_none=True) for b in msg.content],
+                    stop_reason=msg.stop_reason, request_id=request_id,
+                    input_tokens=u.input_tokens or 0, output_tokens=u.output_tokens or 0,
+                    cache_creation_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+                    cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
+                    duration_ms=duration_ms)
+        log.info("messages_call", request_id=request_id, model=request["model"],
+                 stop_reason=turn.stop_reason, input_tokens=turn.input_tokens,
+                 output_tokens=turn.output_tokens, ms=round(duration_ms, 1))
+        return turn
