@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.collect.base import MANIFEST_NAME, read_manifest
 from goodput_agent.errors import BadInput
 from goodput_agent.incident import IncidentSpec, load_incident
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
@@ -51,6 +52,8 @@ class Inventory(BaseModel):
     unread: list[Unread] = Field(default_factory=list)
     incident: IncidentSpec = Field(default_factory=IncidentSpec)
     clock: ClockPolicy = Field(default_factory=ClockPolicy)
+    # what `goodput collect` could not collect (its manifest.json's errors), one line each
+    missing: list[str] = Field(default_factory=list)
 
     def of_format(self, *formats: str) -> list[BundleFile]:
         return [f for f in self.files if f.format in formats]
@@ -254,6 +257,8 @@ def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
         rel = p.relative_to(root).as_posix()
         if p.name in INCIDENT_NAMES and "/" not in rel and not p.is_symlink():
             inv.incident = load_incident(p, rel)
+        elif rel == MANIFEST_NAME and not p.is_symlink() and (m := read_manifest(p)):
+            inv.missing = m.missing_evidence()
         else:
             evidence.append((p, rel))
     cores = os.cpu_count() or 1

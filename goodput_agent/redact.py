@@ -7,15 +7,25 @@ from typing import Any
 
 MASK = "[REDACTED]"
 
+# names whose value is a secret (the secret word ends the name; PWD alone is the shell's cwd)
+_SECRET_NAME = (r"(?:PASSWORD|PASSWD|_PWD|SECRET|TOKEN|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|"
+                r"CREDENTIALS?)")
+
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Authorization headers and bearer tokens
     (re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer|basic|token)\s+[^\s'\"]+"), rf"\1\2 {MASK}"),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
     # KEY=value / key: value for secret-looking names (env dumps, command lines, configs)
     # (the secret word ends the name: max_num_batched_tokens=8192 is not a secret)
-    (re.compile(r"(?i)\b([A-Z0-9_.-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|"
-                r"PRIVATE_?KEY|CREDENTIALS?))(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"),
+    (re.compile(rf"(?i)\b([A-Z0-9_.-]*{_SECRET_NAME})(\s*[=:]\s*)(['\"]?)[^\s'\",;]+\3"),
      rf"\1\2\3{MASK}\3"),
+    # the same names as quoted JSON/YAML keys, and Kubernetes env entries {"name": .., "value": ..}
+    (re.compile(rf"(?i)(\"[A-Z0-9_.-]*{_SECRET_NAME}\"\s*:\s*\")[^\"]*\""), rf'\1{MASK}"'),
+    (re.compile(rf"(?i)(\"name\"\s*:\s*\"[A-Z0-9_.-]*{_SECRET_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
+                r"[^\"]*\""), rf'\1{MASK}"'),
+    # PEM private keys
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+                re.S), MASK),
     # --password=x / --token x style flags
     (re.compile(r"(?i)(--?(?:password|passwd|token|api-key|secret)[=\s]+)[^\s'\"]+"), rf"\1{MASK}"),
     # Well-known token shapes

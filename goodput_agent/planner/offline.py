@@ -51,6 +51,8 @@ class OfflinePlanner:
     def conclude(self, history: list[StepResult]) -> Conclusion:
         outputs = {s.call.tool: s.output for s in history if s.output is not None}
         errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
+        inv = outputs.get("bundle_inventory")
+        errors += getattr(inv, "missing", [])  # what `goodput collect` could not collect
         if self.kind == "slowdown":
             return slowdown_conclusion(outputs, errors)
         if self.kind == "latency":
