@@ -10,7 +10,8 @@ from typing import Any
 
 from goodput_agent.verify.model import VerifyResult
 
-STEP = re.compile(rb"\b(?:step|iter(?:ation)?)[\s:=#]+(\d{1,9})\b", re.IGNORECASE)
+# "step 2230/57328", "Iteration: 17"; not Slurm's "STEP 48213.0" (job steps)
+STEP = re.compile(rb"\b(?:[Ss]tep|[Ii]ter(?:ation)?)[\s:=#]+(\d{1,9})(?![.\d])")
 PASSED_STATES = {"COMPLETED"}
 RUNNING_STATES = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING"}
 OUT_OF_SERVICE = ("DRAIN", "DOWN", "FAIL", "MAINT")
@@ -44,6 +45,13 @@ def last_step(root: Path | None) -> int | None:
             for m in STEP.finditer(f.read_bytes()):
                 best = max(best or 0, int(m.group(1)))
     return best
+
+
+def out_of_service(node: dict) -> bool:
+    """A DRAIN/DOWN/FAIL state, or a row of `sinfo -R` (which lists only such nodes; without a
+    STATE column its rows carry just the reason)."""
+    state = str(node.get("state") or "").upper()
+    return any(s in state for s in OUT_OF_SERVICE) or (not state and bool(node.get("reason")))
 
 
 def _pick(jobs: list[dict], job_id: str | None, name: str | None) -> dict | None:
@@ -84,8 +92,7 @@ def verify(report: dict[str, Any], before_root: Path | None, after: Path) -> Ver
                                     "yet", conditions=conditions, evidence=files)
     on_faulty = node is not None and node in ran_on
     n = nodes.get(node or "")
-    drained = None if n is None else any(s in str(n.get("state")).upper()
-                                         for s in OUT_OF_SERVICE)
+    drained = None if n is None else out_of_service(n)
     if node:
         conditions.append(f"faulty node {node}: " + (
             "no state in the after bundle" if n is None else
