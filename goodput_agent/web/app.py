@@ -8,6 +8,7 @@ and nothing else writes.
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from goodput_agent.web.views import (
     evidence_view,
     investigation_list,
     investigation_view,
+    picture_paths,
     report_of,
 )
 
@@ -123,6 +125,10 @@ def create_app(config: ServeConfig) -> Starlette:
     templates.env.filters["when"] = _when
     templates.env.globals["version"] = __version__
     lock = threading.RLock()  # one ledger connection at a time in this process
+    cache = Path(tempfile.mkdtemp(prefix="goodput-web-pictures-"))
+
+    def pictures_of(rep: Any, inv_id: str) -> list[Path]:
+        return picture_paths(rep, config.ledger, inv_id, cache)
 
     def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> Response:
         session = request.state.session
@@ -157,7 +163,8 @@ def create_app(config: ServeConfig) -> Starlette:
             rep = view["report"]
             has_timeline = bool(rep is not None and rep.kind == "failure" and rep.timeline)
             return page(request, "investigation.html",
-                        {**view, "info": info, "has_timeline": has_timeline})
+                        {**view, "info": info, "has_timeline": has_timeline,
+                         "pictures": list(enumerate(pictures_of(rep, inv_id)))})
         return reading(request, show)
 
     def evidence(request: Request) -> Response:
@@ -172,7 +179,8 @@ def create_app(config: ServeConfig) -> Starlette:
                               cwd=config.cwd)
             conc = led.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
             rep = report_of(conc[0] if conc else None)
-            pictures = list(enumerate(rep.pictures)) if rep and src.origin == "ledger" else []
+            pictures = list(enumerate(pictures_of(rep, inv_id))) \
+                if src.origin == "ledger" else []
             return page(request, "evidence.html",
                         {**view, "src": src, "info": info, "pictures": pictures})
         return reading(request, show)
@@ -196,12 +204,11 @@ def create_app(config: ServeConfig) -> Starlette:
         def send(led: Ledger, info: Any) -> Response:
             view = investigation_view(led, inv_id)
             rep = view["report"] if view else None
-            # only a file the report lists, and only an SVG
-            if rep is None or not 0 <= n < len(rep.pictures):
+            # only one of the investigation's own SVG files (never a path from the request)
+            paths = pictures_of(rep, inv_id) if view else []
+            if not 0 <= n < len(paths):
                 return PlainTextResponse("no such picture", status_code=404)
-            path = Path(rep.pictures[n])
-            if path.suffix != ".svg" or not path.is_file():
-                return PlainTextResponse(f"{path.name}: not readable any more", status_code=404)
+            path = paths[n]
             return Response(path.read_bytes(), media_type="image/svg+xml",
                             headers={"Content-Security-Policy": SVG_CSP})
         return reading(request, send)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -21,6 +22,23 @@ def report_of(conclusion: dict[str, Any] | None) -> Report | None:
         return Report.model_validate_json(conclusion["report_json"])
     except ValidationError:
         return None
+
+
+def picture_paths(report: Report | None, ledger_path: Path, inv_id: str,
+                  cache: Path | None = None) -> list[Path]:
+    """The investigation's SVG pictures: those its stored report lists, else those in the
+    folder `goodput investigate` writes them to by default (reports/<id>/ beside the ledger;
+    the stored report is written before the pictures are drawn, so it may list none). A latency
+    report with no picture files left is drawn again from its stored numbers into `cache`."""
+    listed = [Path(p) for p in (report.pictures if report else [])]
+    folder = ledger_path.parent / "reports" / inv_id
+    found = sorted(folder.glob("*.svg")) if folder.is_dir() else []
+    paths = [p for p in dict.fromkeys(listed + found) if p.suffix == ".svg" and p.is_file()]
+    if not paths and report is not None and report.latency and cache is not None:
+        from goodput_agent.pictures.latency_charts import draw_latency_pictures
+
+        paths = draw_latency_pictures(report.latency, cache / inv_id)
+    return paths
 
 
 def action_statuses(ledger: Ledger, inv_id: str) -> dict[int, str]:

@@ -154,3 +154,33 @@ def test_a_configured_token_guards_every_request(reviewed: Reviewed, how: str) -
         assert client.get(f"/inv/{reviewed.inv_id}").status_code == 200  # the cookie now
     else:
         assert client.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_metric_evidence_shows_the_stored_query_and_the_charts(tmp_path: Path) -> None:
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+    from tests.conftest import REPO
+
+    case = REPO / "evals" / "latency_cases" / "l01-queueing-arrival-surge"
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as led:
+        report = investigate_bundle(case, led)
+    assert len(report.pictures) == 2
+    client = TestClient(create_app(ServeConfig(ledger=ledger)))
+    page = client.get(f"/inv/{report.investigation_id}").text
+    assert page.count('class="picture"') == 2 and 'id="failure-timeline"' not in page
+    svg = client.get(f"/inv/{report.investigation_id}/pictures/0")
+    assert svg.status_code == 200 and svg.content == Path(report.pictures[0]).read_bytes()
+    assert client.get(f"/inv/{report.investigation_id}/pictures/2").status_code == 404
+    ev_id = re.findall(rf'/inv/{report.investigation_id}/evidence/(\d+)', page)[0]
+    ev = client.get(f"/inv/{report.investigation_id}/evidence/{ev_id}").text
+    assert "origin-ledger" in ev and "histogram_quantile" in ev
+    assert ev.count('class="picture"') == 2  # the charts stand in for file lines
+    # the picture files gone: the latency charts are drawn again from the stored numbers
+    import shutil
+
+    shutil.rmtree(tmp_path / "reports")
+    page = client.get(f"/inv/{report.investigation_id}").text
+    assert page.count('class="picture"') == 2
+    again = client.get(f"/inv/{report.investigation_id}/pictures/0")
+    assert again.status_code == 200 and b"End-to-end request latency" in again.content
