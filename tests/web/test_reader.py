@@ -68,3 +68,30 @@ def test_goodput_investigate_writes_while_the_pages_are_read(reviewed: Reviewed,
     res = client.get("/")
     assert res.status_code == 200 and res.text.count('<tr data-id="') == 2
     assert 'id="snapshot"' not in res.text
+
+
+def test_an_approval_while_another_process_writes_says_busy(
+        reviewed: Reviewed, monkeypatch) -> None:
+    import re
+
+    import goodput_agent.ledger as ledger_mod
+
+    monkeypatch.setattr(ledger_mod, "LOCK_WAIT_S", 0.3)
+    client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+                                               policy_path=reviewed.policy)))
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    form = {k: re.search(rf'name="{k}" value="([^"]+)"', html).group(1)
+            for k in ("csrf", "shown")}
+    writer = subprocess.Popen([sys.executable, "-c", HOLD, str(reviewed.ledger), "20"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "holding"
+        res = client.post(f"/actions/{reviewed.drain_action}/approve",
+                          data={**form, "approver": "alice"}, follow_redirects=False)
+        assert res.status_code == 503 and "in use by another goodput process" in res.text
+    finally:
+        writer.kill()
+        writer.wait()
+    res = client.post(f"/actions/{reviewed.drain_action}/approve",
+                      data={**form, "approver": "alice"}, follow_redirects=False)
+    assert res.status_code == 303  # once the writer is gone, the same form goes through
