@@ -25,3 +25,7 @@ def _quiet_logs() -> None:
     from goodput_agent.logs import configure
 
     configure("warning", json_logs=True)
+
+
+# the real single-host Slurm cluster (session-scoped; started only by tests that ask for it)
+from tests.servers.slurm import slurm_cluster  # noqa: E402, F401

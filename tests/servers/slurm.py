@@ -1,0 +1,293 @@
+"""A real single-host Slurm cluster for tests: Debian's `slurm-wlm` and `munge` (installed here
+when absent), munged, slurmctld and four slurmd (`slurmd -N gpu-node-0X`, one port each) on
+127.0.0.1, all configured in a temp dir through SLURM_CONF (nothing under /etc is touched beyond
+what the package install does), started and stopped here by PID.
+
+Measured facts this relies on (Debian bookworm, Slurm 22.05.8): several node names on one host
+work with multiple-slurmd support; `SlurmdParameters=config_overrides` lets a node declare more
+CPUs/GPUs than the host has; GRES GPU device files must be device nodes or links to one (links to
+/dev/null here); `ReturnToService=1` keeps a node set down down. There is no slurmdbd: jobs are
+recorded by jobcomp/filetxt, which `sacct -c` reads (no job steps there; see sources/slurm.py).
+
+The session fixture `slurm_cluster` is shared by every test that needs Slurm. Tests that change
+node states (drain, down) must put them back (`cluster.resume_all()`), or use `fresh_nodes()`.
+A job that runs into its time limit is submitted when the cluster starts (limits are whole
+minutes, checked every ~30 s: it ends ~80 s later), so waiting for it overlaps other tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.servers.debian import PackageUnavailable, ensure_packages, free_port
+
+PACKAGES = ("slurm-wlm", "munge")
+BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "sacct", "scontrol", "squeue", "sinfo")
+NODES = tuple(f"gpu-node-0{i}" for i in range(1, 5))
+GPUS_PER_NODE = 4
+READY_TIMEOUT_S = 40.0
+CLUSTER = "goodput-test"
+
+SlurmUnavailable = PackageUnavailable
+
+# job scripts: real shell programs; the "training" ones print what real ones print
+OOM_SCRIPT = """#!/bin/bash
+echo "[rank0]: NCCL INFO Bootstrap : Using eth0:127.0.0.1<0>"
+echo "[rank0]: step 120 loss 2.31"
+cat >&2 <<'EOF'
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/opt/train/train.py", line 88, in <module>
+[rank0]:     loss = model(batch).loss
+[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. \
+GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free. Including non-PyTorch \
+memory, this process has 78.07 GiB memory in use.
+EOF
+exit 1
+"""
+
+
+@dataclass
+class SlurmCluster:
+    """A running cluster: `env` carries SLURM_CONF; commands run with it."""
+
+    root: Path
+    env: dict[str, str]
+    nodes: tuple[str, ...] = NODES
+    jobs: dict[str, str] = field(default_factory=dict)  # role -> job id, submitted at start
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def output_dir(self) -> Path:
+        return self.root / "jobs"
+
+    def run(self, *argv: str, check: bool = True, timeout: float = 30) -> str:
+        proc = subprocess.run(list(argv), env=self.env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)}: rc {proc.returncode}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def submit(self, script: str, *sbatch_args: str, name: str = "job") -> str:
+        """sbatch a script (text); returns the job id. Output goes to jobs/<id>.out/.err."""
+        path = self.root / "scripts" / f"{name}-{time.monotonic_ns()}.sh"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(script)
+        path.chmod(0o755)
+        out = self.run("sbatch", "--parsable", f"--job-name={name}",
+                       f"--output={self.output_dir}/%j.out", f"--error={self.output_dir}/%j.err",
+                       *sbatch_args, str(path))
+        return out.strip().split(";")[0]
+
+    def state(self, job_id: str) -> str:
+        out = self.run("scontrol", "show", "job", job_id, check=False)
+        m = re.search(r"\bJobState=(\S+)", out)
+        return m.group(1) if m else "UNKNOWN"
+
+    def wait_state(self, job_id: str, *states: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.state(job_id)
+            if now in states:
+                return now
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} is {now}, not {states} after {timeout:g} s")
+            time.sleep(0.3)
+
+    def wait_done(self, job_id: str, timeout: float = 60) -> str:
+        return self.wait_state(job_id, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                               "OUT_OF_MEMORY", "NODE_FAIL", timeout=timeout)
+
+    def node_state(self, node: str) -> str:
+        out = self.run("scontrol", "show", "node", node)
+        m = re.search(r"\bState=(\S+)", out)
+        return m.group(1) if m else "UNKNOWN"
+
+    def resume_all(self) -> None:
+        """Every node back in service (undrain, up), waiting until none is drained or down."""
+        for node in self.nodes:
+            st = self.node_state(node)
+            if "DRAIN" in st or "DOWN" in st or "FAIL" in st:
+                self.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+        deadline = time.monotonic() + 20
+        while any(re.search(r"DRAIN|DOWN|FAIL", self.node_state(n)) for n in self.nodes):
+            if time.monotonic() > deadline:
+                raise TimeoutError("nodes did not come back: " + ", ".join(
+                    f"{n}={self.node_state(n)}" for n in self.nodes))
+            time.sleep(0.3)
+
+    @contextmanager
+    def fresh_nodes(self) -> Iterator[SlurmCluster]:
+        """Nodes in service before and after the block (whatever the block drained)."""
+        self.resume_all()
+        try:
+            yield self
+        finally:
+            self.resume_all()
+
+
+def _config(root: Path, ctld_port: int, node_ports: dict[str, int]) -> str:
+    etc = root / "etc"
+    nodes = "\n".join(
+        f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={n} Port={p} CPUs=4 "
+        f"RealMemory=4000 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN"
+        for n, p in node_ports.items())
+    return f"""ClusterName={CLUSTER}
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={root}/munge/munge.socket
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool/%n
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd-%n.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={root}/jobcomp.txt
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+SlurmdParameters=config_overrides
+ReturnToService=1
+MpiDefault=none
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=2
+MinJobAge=600
+MessageTimeout=5
+PlugStackConfig={etc}/plugstack.conf
+{nodes}
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _start_munge(root: Path, munged: Path) -> None:
+    d = root / "munge"
+    d.mkdir(mode=0o700)
+    key = d / "munge.key"
+    key.write_bytes(os.urandom(128))
+    key.chmod(0o400)
+    subprocess.run([str(munged), "--force", f"--socket={d}/munge.socket", f"--key-file={key}",
+                    f"--pid-file={d}/munged.pid", f"--log-file={d}/munged.log",
+                    f"--seed-file={d}/munged.seed"], check=True, capture_output=True, timeout=30)
+
+
+def _stop(pid_file: Path) -> None:
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-8:])
+    except OSError:
+        return "(no log)"
+
+
+@contextmanager
+def running_slurm(workdir: Path) -> Iterator[SlurmCluster]:
+    """A cluster of four GPU nodes (4 fake GPUs each) on loopback; stopped on exit."""
+    if os.geteuid() != 0:
+        raise SlurmUnavailable("a test Slurm cluster runs its daemons as root (run as root)")
+    found = ensure_packages(PACKAGES, BINARIES)
+    root = workdir
+    for sub in ("etc", "state", "spool", "run", "log", "jobs", "dev"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for i in range(GPUS_PER_NODE):
+        (root / "dev" / f"nvidia{i}").symlink_to("/dev/null")
+    node_ports = {n: free_port() for n in NODES}
+    ctld_port = free_port()
+    conf = root / "etc" / "slurm.conf"
+    conf.write_text(_config(root, ctld_port, node_ports))
+    (root / "etc" / "gres.conf").write_text(
+        f"Name=gpu File={root}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n")
+    (root / "etc" / "plugstack.conf").write_text("")
+    env = {**os.environ, "SLURM_CONF": str(conf), "TZ": "UTC"}
+    cluster = SlurmCluster(root=root, env=env)
+    _start_munge(root, found["munged"])
+    started: list[Path] = [root / "munge" / "munged.pid"]
+    try:
+        subprocess.run([str(found["slurmctld"]), "-i"], env=env, check=True,
+                       capture_output=True, timeout=30)
+        started.append(root / "run" / "slurmctld.pid")
+        for n in NODES:
+            subprocess.run([str(found["slurmd"]), "-N", n], env=env, check=True,
+                           capture_output=True, timeout=30)
+            started.append(root / "run" / f"slurmd-{n}.pid")
+        _wait_idle(cluster)
+        yield cluster
+    finally:
+        for pid_file in reversed(started):
+            _stop(pid_file)
+
+
+def _wait_idle(cluster: SlurmCluster) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    last = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=cluster.env,
+                              capture_output=True, text=True, timeout=10, check=False)
+        last = proc.stdout + proc.stderr
+        states = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
+        if proc.returncode == 0 and all(states.get(n) == "idle" for n in cluster.nodes):
+            return
+        time.sleep(0.3)
+    raise RuntimeError(f"Slurm did not become ready in {READY_TIMEOUT_S:g} s: {last.strip()}\n"
+                       f"slurmctld: {_log_tail(cluster.root / 'log' / 'slurmctld.log')}")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """The shared cluster, with a job that will hit its time limit already running
+    (cluster.jobs["timeout"]); other tests submit their own jobs."""
+    try:
+        ctx = running_slurm(tmp_path_factory.mktemp("slurm"))
+        cluster = ctx.__enter__()
+    except SlurmUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        cluster.jobs["timeout"] = cluster.submit(
+            "#!/bin/bash\necho started; sleep 600\n", "--time=1", "-w", NODES[3],
+            name="time-limit")
+        yield cluster
+    finally:
+        ctx.__exit__(None, None, None)
+        shutil.rmtree(cluster.root / "munge", ignore_errors=True)  # the key
