@@ -220,6 +220,7 @@ class Ledger:
             evidence=self.rows(f"SELECT * FROM evidence {by}", [inv_id]),
             claims=self.rows(f"SELECT * FROM claims {by}", [inv_id]),
             actions=self.rows(f"SELECT * FROM actions {by}", [inv_id]),
+            action_events=self.rows(f"SELECT * FROM action_events {by}", [inv_id]),
             conclusion=(self.rows("SELECT * FROM conclusions WHERE investigation_id = ?",
                                   [inv_id]) or [None])[0],
         )
@@ -236,6 +237,7 @@ class InvestigationRecord(BaseModel):
     evidence: list[dict[str, Any]]
     claims: list[dict[str, Any]]
     actions: list[dict[str, Any]]
+    action_events: list[dict[str, Any]] = []  # approvals, refusals, executions, verifications
     conclusion: dict[str, Any] | None
 
 

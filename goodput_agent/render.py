@@ -143,14 +143,10 @@ def render_record(rec: InvestigationRecord, console: Console) -> None:
                   f"{tc['duration_ms']:.1f}", escape(str(tc["output_summary"])[:80]),
                   escape(tc["error"] or ""))
     console.print(t)
-    if rec.actions:
-        t = Table(title="Actions", expand=True)
-        for col in ("id", "status", "tool", "args", "mutating"):
-            t.add_column(col)
-        for a in rec.actions:
-            t.add_row(str(a["id"]), a["status"], a["tool"], escape(a["args_json"]),
-                      "yes" if a["mutating"] else "no")
-        console.print(t)
+    if rec.actions:  # with what happened to each: approvals, executions, verifications
+        from goodput_agent.render_actions import render_action_chain
+
+        render_action_chain(rec, console)
 
 
 _LATENCY_ROWS = (("e2e", "s"), ("queue", "s"), ("prefill", "s"), ("decode", "s"), ("ttft", "s"),
