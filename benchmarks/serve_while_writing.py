@@ -35,7 +35,7 @@ def main(runs: int = 5) -> None:
         ledger = Path(tmp) / "ledger.duckdb"
         with Ledger(ledger) as led:
             inv = investigate_bundle(bundle, led).investigation_id
-        client = TestClient(create_app(ServeConfig(ledger=ledger)))
+        client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url="http://127.0.0.1")
         alone = [_investigate(bundle, ledger) for _ in range(runs)]
         direct, snap, busy, pages, seen = [], [], [], 0, 0
         for _ in range(runs):

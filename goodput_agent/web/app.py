@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import duckdb
 import structlog
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -71,6 +73,14 @@ class ServeConfig:
 
     def policy(self) -> Policy:
         return load_policy(self.policy_path)
+
+    def allowed_hosts(self) -> list[str]:
+        """Host headers answered: on loopback only loopback names, so that a web page whose
+        name was rebound to 127.0.0.1 (DNS rebinding) gets nothing; beyond loopback, any
+        (the access token guards every request there)."""
+        if security.is_loopback(self.host):
+            return ["127.0.0.1", "localhost", "::1", "[::1]"]
+        return ["*"]
 
 
 class _Guard(BaseHTTPMiddleware):
@@ -148,6 +158,8 @@ def create_app(config: ServeConfig) -> Starlette:
             return problem(request, 503, str(exc))
         except BadInput as exc:
             return problem(request, 404, str(exc))
+        except duckdb.Error as exc:  # e.g. a ledger from before approvals existed
+            return problem(request, 500, f"{config.ledger}: {str(exc).splitlines()[0]}")
 
     def index(request: Request) -> Response:
         return reading(request, lambda led, info: page(
@@ -309,4 +321,6 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/actions/{action_id:int}/reject", reject, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_Guard, config=config)])
+    return Starlette(routes=routes, middleware=[
+        Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts()),
+        Middleware(_Guard, config=config)])

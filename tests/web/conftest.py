@@ -12,6 +12,8 @@ import pytest
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
+BASE = "http://127.0.0.1"  # the test client's Host: loopback, as the server only answers those
+
 POLICY = """\
 version: 1
 approval: {required: true, expires_after: 30m}

@@ -15,12 +15,12 @@ from starlette.testclient import TestClient
 
 from goodput_agent.web.app import ServeConfig, create_app
 from goodput_agent.web.security import Signer
-from tests.web.conftest import Reviewed
+from tests.web.conftest import BASE, Reviewed
 
 
 def _client(r: Reviewed, token: str | None = None) -> tuple[TestClient, ServeConfig]:
     config = ServeConfig(ledger=r.ledger, policy_path=r.policy, token=token)
-    return TestClient(create_app(config), follow_redirects=False), config
+    return TestClient(base_url=BASE, app=create_app(config), follow_redirects=False), config
 
 
 def _events(r: Reviewed) -> list[tuple]:
@@ -166,7 +166,7 @@ def test_metric_evidence_shows_the_stored_query_and_the_charts(tmp_path: Path) -
     with Ledger(ledger) as led:
         report = investigate_bundle(case, led)
     assert len(report.pictures) == 2
-    client = TestClient(create_app(ServeConfig(ledger=ledger)))
+    client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=ledger)))
     page = client.get(f"/inv/{report.investigation_id}").text
     assert page.count('class="picture"') == 2 and 'id="failure-timeline"' not in page
     svg = client.get(f"/inv/{report.investigation_id}/pictures/0")
@@ -184,3 +184,16 @@ def test_metric_evidence_shows_the_stored_query_and_the_charts(tmp_path: Path) -
     assert page.count('class="picture"') == 2
     again = client.get(f"/inv/{report.investigation_id}/pictures/0")
     assert again.status_code == 200 and b"End-to-end request latency" in again.content
+
+
+def test_a_rebound_name_gets_nothing_on_loopback(reviewed: Reviewed) -> None:
+    """DNS rebinding: a page at evil.example resolved to 127.0.0.1 sends its own Host."""
+    config = ServeConfig(ledger=reviewed.ledger, policy_path=reviewed.policy)
+    evil = TestClient(create_app(config), base_url="http://evil.example:8765")
+    res = evil.get("/")
+    assert res.status_code == 400 and reviewed.inv_id not in res.text
+    assert TestClient(create_app(config), base_url="http://localhost:8765").get("/")\
+        .status_code == 200
+    wide = ServeConfig(ledger=reviewed.ledger, host="0.0.0.0", token="t" * 20)
+    assert TestClient(create_app(wide), base_url="http://gpu-box:8765").get("/")\
+        .status_code == 401  # any name beyond loopback, but only with the token

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from goodput_agent.web.app import ServeConfig, create_app
 from goodput_agent.web.reader import read_ledger
-from tests.web.conftest import Reviewed
+from tests.web.conftest import BASE, Reviewed
 
 HOLD = """
 import sys, time
@@ -37,7 +37,7 @@ def test_a_held_ledger_is_read_from_a_snapshot(reviewed: Reviewed) -> None:
             # the writer's newest row, committed but not yet checkpointed, is in the snapshot
             questions = {r["question"] for r in led.investigations()}
             assert "held open by a writer" in questions
-        client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+        client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=reviewed.ledger,
                                                    policy_path=reviewed.policy)))
         for path in ("/", f"/inv/{reviewed.inv_id}", f"/actions/{reviewed.drain_action}"):
             res = client.get(path)
@@ -50,7 +50,7 @@ def test_a_held_ledger_is_read_from_a_snapshot(reviewed: Reviewed) -> None:
 
 def test_goodput_investigate_writes_while_the_pages_are_read(reviewed: Reviewed,
                                                              tmp_path: Path) -> None:
-    client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+    client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=reviewed.ledger,
                                                policy_path=reviewed.policy)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "goodput_agent.cli", "investigate", str(reviewed.bundle),
@@ -77,7 +77,7 @@ def test_an_approval_while_another_process_writes_says_busy(
     import goodput_agent.ledger as ledger_mod
 
     monkeypatch.setattr(ledger_mod, "LOCK_WAIT_S", 0.3)
-    client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger,
+    client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=reviewed.ledger,
                                                policy_path=reviewed.policy)))
     html = client.get(f"/actions/{reviewed.drain_action}").text
     form = {k: re.search(rf'name="{k}" value="([^"]+)"', html).group(1)
