@@ -1,0 +1,147 @@
+"""The live Kubernetes source against the fixture API server (tests/servers/kube_api.py; no
+real kube-apiserver can run here): workload lookup by each controller's labels, pagination and
+caps, logs with previous/tail/since, and each typed error."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from goodput_agent.sources.errors import Forbidden, NotFound, TimedOut, Unreachable
+from goodput_agent.sources.k8s import K8sSource, selector_text, split_ref
+from tests.servers.debian import free_port
+from tests.servers.kube_api import running_kube_api
+from tests.servers.kube_fixtures import JOB_UID, serving_cluster
+
+
+@pytest.fixture()
+def server():
+    with running_kube_api(serving_cluster()) as srv:
+        yield srv
+
+
+def connect(srv, tmp_path: Path, **options) -> K8sSource:
+    return K8sSource.connect(kubeconfig=srv.kubeconfig(tmp_path / "kubeconfig",
+                                                       namespace="serving"), **options)
+
+
+def kubeconfig(path: Path, server: str, namespace: str | None = None) -> Path:
+    ctx = {"cluster": "c", "user": "u", **({"namespace": namespace} if namespace else {})}
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {}}], "contexts": [{"name": "ctx", "context": ctx}]}))
+    return path
+
+
+def names(pods: list[dict]) -> list[str]:
+    return [p["metadata"]["name"] for p in pods]
+
+
+def test_workloads_by_their_controllers_labels(server, tmp_path):
+    src = connect(server, tmp_path)
+    assert src.namespace == "serving"  # from the kubeconfig context
+    dep = src.workload("serving", "vllm")
+    assert (dep.kind, dep.selector) == ("Deployment", "app=vllm")
+    assert names(src.workload_pods(dep)) == ["vllm-6d4f9c7b8-x2k9p"]
+    sts = src.workload("serving", "kv")
+    assert (sts.kind, names(src.workload_pods(sts))) == ("StatefulSet", ["kv-0"])
+    js = src.workload("train", "pretrain")
+    assert (js.kind, js.selector) == ("JobSet", "jobset.sigs.k8s.io/jobset-name=pretrain")
+    assert names(src.workload_pods(js)) == ["pretrain-workers-0-0-abcde",
+                                           "pretrain-workers-1-0-abcde"]
+    job = src.workload("train", "finetune")
+    assert job.selector == f"batch.kubernetes.io/controller-uid={JOB_UID}"
+    # the earlier run's pod shares job-name but not the controller-uid
+    assert names(src.workload_pods(job)) == ["finetune-0-q7x2z", "finetune-1-q7x2z"]
+    with pytest.raises(NotFound) as err:
+        src.workload("train", "nothing")
+    assert "no Job or JobSet or PyTorchJob or Deployment or StatefulSet named nothing" in \
+        str(err.value)
+    assert src.workload("serving", "vllm", "deployment").kind == "Deployment"
+
+
+def test_refs_and_selectors():
+    assert split_ref("train/llama", "default") == ("train", None, "llama")
+    assert split_ref("llama", "ns") == ("ns", None, "llama")
+    assert split_ref("train/pytorchjob/llama", "d") == ("train", "pytorchjob", "llama")
+    with pytest.raises(ValueError):
+        split_ref("a/b/c", "d")
+    assert selector_text({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["x", "y"]},
+        {"key": "gone", "operator": "DoesNotExist"}]}) == "a=1,b=2,tier in (x,y),!gone"
+
+
+def test_pagination_and_cap(server, tmp_path):
+    src = connect(server, tmp_path, page_size=1)
+    assert len(src.pods("serving")) == 3
+    pages = [r for r in server.requests if r.verb == "list" and r.namespace == "serving"]
+    assert len(pages) == 3 and all(r.query["limit"] == ["1"] for r in pages)
+    capped = connect(server, tmp_path, page_size=1, max_items=2)
+    assert len(capped.pods("serving")) == 2
+    assert capped.truncated == ["list pods -n serving -l : first 2 items only"]
+
+
+def test_events_nodes_and_logs(server, tmp_path):
+    src = connect(server, tmp_path)
+    pods = src.pods("serving", "app=vllm")
+    events = src.events("serving", {("Pod", "vllm-6d4f9c7b8-x2k9p"), ("Deployment", "vllm")},
+                        {"gpu-node-07"})
+    assert sorted(e["reason"] for e in events) == ["BackOff", "NodeHasSufficientMemory"]
+    node = src.nodes({"gpu-node-07", "gone-node"})
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in node] == ["7"]
+    assert pods[0]["status"]["containerStatuses"][0]["lastState"]["terminated"]["reason"] == \
+        "OOMKilled"
+    prev = src.log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm", previous=True, tail_lines=1)
+    assert prev == "2026-03-02T09:31:11Z INFO Avg prompt throughput: 1200 tokens/s\n"
+    assert src.log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm") == ""
+    with pytest.raises(NotFound):
+        src.pod("serving", "nope")
+
+
+def test_forbidden_is_typed_with_the_servers_message(tmp_path):
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
+    with running_kube_api(serving_cluster(), rules=rules) as srv:
+        src = connect(srv, tmp_path)
+        assert len(src.pods("serving")) == 3
+        with pytest.raises(Forbidden) as err:
+            src.nodes({"gpu-node-07"})
+        assert err.value.kind == "forbidden" and err.value.command == "get node gpu-node-07"
+        assert 'cannot get resource "nodes" in API group "" at the cluster scope' in \
+            str(err.value)
+    with running_kube_api(serving_cluster(), token="right") as srv:
+        path = srv.kubeconfig(tmp_path / "kc")
+        path.write_text(path.read_text().replace('"right"', '"wrong"'))
+        with pytest.raises(Forbidden, match="401 Unauthorized"):
+            K8sSource.connect(kubeconfig=path).pods("default")
+
+
+def test_unreachable_and_unconfigured(tmp_path):
+    port = free_port()  # nothing listens there
+    kc = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}", "train")
+    src = K8sSource.connect(kubeconfig=kc, context="ctx", timeout_s=2)
+    assert src.namespace == "train"
+    started = time.monotonic()
+    with pytest.raises(Unreachable) as err:
+        src.workload("train", "llama")
+    assert time.monotonic() - started < 10
+    assert f"127.0.0.1:{port}" in str(err.value) and "unreachable" in str(err.value)
+    with pytest.raises(Unreachable, match="no usable configuration"):
+        K8sSource.connect(kubeconfig=tmp_path / "missing")
+    with pytest.raises(Unreachable, match="no usable configuration"):
+        K8sSource.connect(in_cluster=True)  # no KUBERNETES_SERVICE_HOST here
+
+
+def test_a_server_that_does_not_answer_times_out(tmp_path):
+    with socket.socket() as mute:  # accepts connections, never answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(1)
+        port = mute.getsockname()[1]
+        kc = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
+        src = K8sSource.connect(kubeconfig=kc, timeout_s=0.5)
+        with pytest.raises(TimedOut, match="no answer within 0.5 s"):
+            src.pods("default")
