@@ -21,6 +21,7 @@ from goodput_agent.cli_actions import (
     reject_cmd,
     verify_cmd,
 )
+from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
 from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
@@ -89,13 +90,13 @@ def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
 
 
 def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool,
-                 pictures_dir: Path | None = None) -> None:
+                 pictures_dir: Path | None = None, claude: object = None) -> None:
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import open_ledger
 
     with open_ledger(ledger_path) as ledger, scan_progress() as progress:
         report = investigate_bundle(bundle, ledger, kind, progress=progress,
-                                    pictures_dir=pictures_dir)
+                                    pictures_dir=pictures_dir, claude=claude)
     _show(report, as_json)
 
 
@@ -159,13 +160,15 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @click.option("--since", "since_text", default=None, metavar="DURATION",
               help="With --prometheus: look back this far for the change (6h), or search "
                    "this window (10:00-11:00, START/END).")
+@_with(claude_options)
 @json_option
 @ledger_option
 def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
                 prometheus_url: str | None, service: str | None, tz_name: str | None,
                 timeout_s: float, since_text: str | None, as_json: bool,
-                ledger_path: Path | None) -> None:
+                ledger_path: Path | None, planner: str, **claude_flags: object) -> None:
     """Investigate an incident bundle (a directory or a .tar.gz of one), or a live Prometheus."""
+    claude = claude_settings(planner, claude_flags)  # None: the offline planner
     if prometheus_url:
         if bundle is not None:
             raise click.UsageError("give a bundle or --prometheus, not both")
@@ -173,7 +176,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
                       timeout_s, ledger_path, as_json, pictures_dir)
     if bundle is None:
         raise click.UsageError("give a bundle (a directory or .tar.gz) or --prometheus URL")
-    _investigate(bundle, ledger_path, kind, as_json, pictures_dir)
+    _investigate(bundle, ledger_path, kind, as_json, pictures_dir, claude)
 
 
 @cli.command()
@@ -255,18 +258,20 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
     from goodput_agent.ledger import open_ledger
+    from goodput_agent.planner.claude_store import usage_totals
     from goodput_agent.render import render_record
 
     with open_ledger(_existing(ledger_path), read_only=True) as lg:
         inv_id = investigation_id or lg.latest_investigation_id()
         rec = lg.investigation(inv_id) if inv_id else None
+        usage = usage_totals(lg, inv_id) if inv_id else None  # tokens and cost of the LLM
     if rec is None:
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
     if as_json:
         click.echo(rec.model_dump_json(indent=2))
     else:
-        render_record(rec, Console())
+        render_record(rec, Console(), usage)
 
 
 @cli.group()
@@ -287,10 +292,17 @@ def schema_report() -> None:
               help="Folder of generated cases (default: the shipped suites).")
 @click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "all"]),
               default="all", show_default=True, help="Which shipped suite to score.")
+@_with(claude_options)
 @json_option
-def eval_cmd(cases: Path | None, suite: str, as_json: bool) -> None:
-    """Score the offline planner on generated cases against a naive baseline."""
+def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
+             **claude_flags: object) -> None:
+    """Score the offline planner on generated cases against a naive baseline (--planner
+    claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
+
+    if planner == "claude":
+        eval_with_claude(cases, suite, as_json, claude_flags)
+        return
 
     names = list(SUITES) if suite == "all" else [suite]
     results = ({"cases": score_suite(cases)} if cases else
@@ -321,6 +333,7 @@ def tools_cmd(as_json: bool) -> None:
 
 
 cli.add_command(trace)
+cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group):

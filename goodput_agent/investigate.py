@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from goodput_agent.bundle import open_bundle
 from goodput_agent.incident import IncidentSpec
@@ -19,7 +20,8 @@ from goodput_agent.toolkit import ToolContext
 def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                        ignore: tuple[str, ...] = (),
                        progress: Callable[[int, int], None] | None = None,
-                       pictures_dir: Path | None = None) -> Report:
+                       pictures_dir: Path | None = None, claude: Any = None) -> Report:
+    """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline)."""
     with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
         chosen = kind or infer_kind(inv)
@@ -30,9 +32,16 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
         question = inv.incident.question or default
         ctx = ToolContext(bundle=bundle, progress=progress)
         # read at the end: files that fail to parse join `unread` during the run
-        report = run_investigation(
-            planner, ctx, ledger, question=question, kind=chosen, target=str(path),
-            unread=lambda: {u.path: u.reason for u in bundle.inventory.unread})
+        if claude is not None:
+            from goodput_agent.planner.claude import investigate as claude_investigate
+
+            report = claude_investigate(
+                claude, ctx, ledger, question=question, kind=chosen, target=str(path),
+                unread=lambda: {u.path: u.reason for u in bundle.inventory.unread})
+        else:
+            report = run_investigation(
+                planner, ctx, ledger, question=question, kind=chosen, target=str(path),
+                unread=lambda: {u.path: u.reason for u in bundle.inventory.unread})
         if report.breakdown is not None:
             report.pictures = draw_slowdown_pictures(
                 report, bundle.root, _pictures_dir(ledger, report, pictures_dir))

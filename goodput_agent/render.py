@@ -113,13 +113,21 @@ def render_breakdown(b: Breakdown, console: Console) -> None:
     console.print(t)
 
 
-def render_record(rec: InvestigationRecord, console: Console) -> None:
+def render_record(rec: InvestigationRecord, console: Console,
+                  usage: dict | None = None) -> None:
     inv = rec.investigation
     c = rec.conclusion or {}
+    llm = ""
+    if usage:  # the LLM planner's calls (planner/claude_store.usage_totals)
+        cost = usage.get("cost_usd")
+        llm = (f"\nmodel {usage['model']} · {usage['calls']} calls · tokens in "
+               f"{usage['input_tokens'] or 0} (cache write {usage['cache_write'] or 0}, read "
+               f"{usage['cache_read'] or 0}) out {usage['output_tokens'] or 0} · cost "
+               + ("unknown" if cost is None else f"${cost:.4f}"))
     console.print(Panel(
         f"[bold]{escape(str(inv['question']))}[/]\nkind {inv['kind']} · planner {inv['planner']}"
         f" · target {escape(str(inv['target']))}\nverdict {c.get('category', 'not concluded')}"
-        f" · confidence {c.get('confidence', '—')} · exit {c.get('exit_code', '—')}",
+        f" · confidence {c.get('confidence', '—')} · exit {c.get('exit_code', '—')}{llm}",
         title=inv["id"]))
     t = Table(title="Claims", expand=True)
     for col in ("id", "status", "category", "conf", "statement", "evidence"):

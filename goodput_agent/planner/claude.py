@@ -132,7 +132,9 @@ class Agent:
         self.output_tokens += turn.output_tokens
         cost = self.settings.cost_usd(turn.input_tokens, turn.output_tokens,
                                       turn.cache_creation_tokens, turn.cache_read_tokens)
-        record_llm_call(self.ledger, self.inv_id, self.turns, self.settings.model, turn, cost)
+        seq = int(self.ledger.con.execute("SELECT count(*) FROM llm_calls WHERE "
+                                          "investigation_id = ?", [self.inv_id]).fetchone()[0])
+        record_llm_call(self.ledger, self.inv_id, seq + 1, self.settings.model, turn, cost)
         content = [_plain(b) for b in turn.content]
         self.add("assistant", content)
         return turn

@@ -125,9 +125,9 @@ def present(step: StepResult, ledger: Ledger, inv_id: str, budget: int) -> tuple
 
 
 def read_page(ledger: Ledger, inv_id: str, evidence_id: int, start: int, count: int,
-              budget: int) -> tuple[str, int | None]:
+              budget: int, record: bool = True) -> tuple[str, int | None]:
     """Lines start..start+count-1 (1-based) of the full output behind an evidence id, recorded
-    as their own evidence row so the model can cite the page."""
+    as their own evidence row so the model can cite the page (`record`: a person only reads)."""
     lines = tool_output_lines(ledger, inv_id, evidence_id)
     if lines is None:
         if ledger.evidence_exists(inv_id, evidence_id):
@@ -142,7 +142,7 @@ def read_page(ledger: Ledger, inv_id: str, evidence_id: int, start: int, count: 
     end = start + len(page) - 1
     eid = ledger.record_evidence(inv_id, src["tool_call_id"], src["source"],
                                  f"E{evidence_id} lines {start}-{end}",
-                                 "\n".join(page)[:EXCERPT_CHARS], None)
+                                 "\n".join(page)[:EXCERPT_CHARS], None) if record else evidence_id
     text = "\n".join(f"{start + i}: {x[:400]}" for i, x in enumerate(page))
     more = f"\n(lines {end + 1}-{len(lines)} remain)" if end < len(lines) else ""
     return _cut([f"[E{eid}] E{evidence_id} lines {start}-{end} of {len(lines)}", text],

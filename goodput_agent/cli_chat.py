@@ -1,0 +1,162 @@
+"""`goodput chat`, the Claude planner's flags (shared with `investigate --planner claude`), and
+`goodput eval --planner claude`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from goodput_agent.errors import BadInput
+
+claude_options = [
+    click.option("--planner", type=click.Choice(["offline", "claude"]), default="offline",
+                 show_default=True,
+                 help="Who plans: the offline playbook, or Claude (needs ANTHROPIC_API_KEY)."),
+    click.option("--model", default=None, help="Claude model (env GOODPUT_MODEL, config)."),
+    click.option("--base-url", default=None,
+                 help="Anthropic-compatible endpoint (env ANTHROPIC_BASE_URL, config)."),
+    click.option("--max-turns", type=int, default=None, help="Budget: model turns."),
+    click.option("--max-tool-calls", type=int, default=None, help="Budget: tool calls."),
+    click.option("--max-input-tokens", type=int, default=None, help="Budget: input tokens."),
+    click.option("--max-output-tokens", type=int, default=None, help="Budget: output tokens."),
+    click.option("--max-wall-s", type=float, default=None, help="Budget: seconds."),
+]
+
+_BUDGETS = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_tokens",
+            "max_wall_s")
+
+
+def _with(options: list) -> Any:  # noqa: ANN401 - click decorators
+    def wrap(f: Any) -> Any:  # noqa: ANN401
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
+    """ClaudeSettings from config, env and flags when the planner is claude (else None).
+    Without an API key: BadInput, one line pointing at the offline planner."""
+    if planner != "claude":
+        return None
+    from goodput_agent.planner.claude_config import load_settings, require_key
+
+    over = {"model": flags.get("model"), "base_url": flags.get("base_url"),
+            "budgets": {k: flags.get(k) for k in _BUDGETS}}
+    settings = load_settings(over)
+    require_key(settings)
+    return settings
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(path_type=Path), required=False)
+@click.option("--investigation", "inv_id", default=None,
+              help="Resume the chat of (or talk about) this investigation id.")
+@click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
+              help="DuckDB ledger file (default: user data dir).")
+@_with(claude_options[1:])
+def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None,
+         **flags: Any) -> None:
+    """Talk with Claude about an incident bundle or an investigation (/ledger /evidence N
+    /actions /quit)."""
+    from goodput_agent.ledger import open_ledger
+
+    if (bundle is None) == (inv_id is None):
+        raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
+    settings = claude_settings("claude", flags)
+    with open_ledger(ledger_path) as ledger:
+        if inv_id is not None:
+            row = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
+            if not row:
+                raise BadInput(f"{ledger.path}: no investigation {inv_id}")
+            target, kind = row[0]["target"], row[0]["kind"]
+            bundle = Path(target) if target and Path(target).exists() else None
+        _chat_over(settings, ledger, bundle, inv_id, kind if inv_id else None)
+
+
+def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | None,  # noqa: ANN401
+               kind: str | None) -> None:
+    from contextlib import nullcontext
+
+    from goodput_agent import __version__
+    from goodput_agent.bundle import open_bundle
+    from goodput_agent.chat import ChatSession, run_chat
+    from goodput_agent.kinds import infer_kind
+    from goodput_agent.planner.claude import system_prompt
+    from goodput_agent.toolkit import ToolContext
+
+    with (open_bundle(bundle) if bundle is not None else nullcontext()) as opened:
+        if inv_id is None:
+            assert opened is not None
+            kind = infer_kind(opened.inventory)
+            inv_id = ledger.start_investigation(
+                f"chat about {bundle}", kind, str(bundle), "claude-chat", __version__,
+                prompt_hash=system_prompt(chat=True)[1])
+        session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),
+                              kind or "failure")
+        run_chat(session)
+
+
+def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any]
+                     ) -> None:
+    """Each case investigated by the offline planner and by Claude, side by side: verdict,
+    tool calls, tokens and cost per case."""
+    import tempfile
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES, suite_dir
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+    from goodput_agent.planner.claude_store import usage_totals
+
+    settings = claude_settings("claude", flags)
+    roots = [cases] if cases else [suite_dir(n) for n in (SUITES if suite == "all" else [suite])
+                                   if suite_dir(n).is_dir()]
+    case_dirs = sorted(p.parent for r in roots for p in r.glob("*/expected.json"))
+    if not case_dirs:
+        raise BadInput(f"{roots[0] if roots else cases}: no cases (no */expected.json)")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "eval.duckdb") as ledger:
+        for case in case_dirs:
+            expected = json.loads((case / "expected.json").read_text())
+            row: dict[str, Any] = {"case": expected.get("case_id", case.name),
+                                   "expected": expected["category"]}
+            for name, claude in (("offline", None), ("claude", settings)):
+                report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS, claude=claude,
+                                            pictures_dir=Path(tmp) / "pictures")
+                inv = report.investigation_id or ""
+                calls = ledger.rows("SELECT count(*) AS n FROM tool_calls WHERE "
+                                    "investigation_id = ?", [inv])[0]["n"]
+                use = usage_totals(ledger, inv) or {}
+                row[name] = {"category": report.root_cause.category,
+                             "ok": report.root_cause.category == expected["category"],
+                             "tool_calls": calls,
+                             "input_tokens": int(use.get("input_tokens") or 0),
+                             "output_tokens": int(use.get("output_tokens") or 0),
+                             "cost_usd": use.get("cost_usd")}
+            rows.append(row)
+    acc = {n: sum(r[n]["ok"] for r in rows) / len(rows) for n in ("offline", "claude")}
+    if as_json:
+        click.echo(json.dumps({"model": settings.model, "accuracy": acc, "cases": rows},
+                              indent=2, default=str))
+        return
+    t = Table(title=f"offline vs claude ({settings.model}): accuracy "
+                    f"{acc['offline']:.0%} vs {acc['claude']:.0%}")
+    for col in ("case", "expected", "offline", "claude", "tool calls (off/claude)",
+                "tokens in/out", "cost $"):
+        t.add_column(col)
+    for r in rows:
+        off, cl = r["offline"], r["claude"]
+        t.add_row(r["case"], r["expected"], f"{off['category']}{'' if off['ok'] else ' x'}",
+                  f"{cl['category']}{'' if cl['ok'] else ' x'}",
+                  f"{off['tool_calls']}/{cl['tool_calls']}",
+                  f"{cl['input_tokens']}/{cl['output_tokens']}",
+                  "—" if cl["cost_usd"] is None else f"{cl['cost_usd']:.4f}")
+    Console().print(t)
+    sys.stdout.flush()
