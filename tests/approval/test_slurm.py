@@ -1,0 +1,110 @@
+"""Slurm actions through the gate against a real single-host Slurm (tests/servers/slurm.py:
+Debian's slurm-wlm and munge, slurmctld and four slurmd on 127.0.0.1). A drain runs only after
+approval and `sinfo -R` shows it; unapproved, expired and argument-changed executions are
+refused and the node stays up; a real failed job is requeued with its node excluded and runs
+elsewhere. Node states are put back afterwards (the cluster is shared by the session)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from goodput_agent.approval.gate import (
+    GateRefused,
+    action_status,
+    approve_action,
+    execute_action,
+    preview_action,
+)
+from goodput_agent.approval.policy import parse_policy
+from goodput_agent.approval.runner import SubprocessRunner
+from goodput_agent.toolkit import ToolContext
+from tests.approval.conftest import make_investigation, policy_text
+
+NODE = "gpu-node-03"
+# fails on its first run; a requeued run (SLURM_RESTART_COUNT >= 1) completes
+FLAKY = """#!/bin/bash
+echo "host $(hostname) node $SLURMD_NODENAME restart ${SLURM_RESTART_COUNT:-0}"
+if [ "${SLURM_RESTART_COUNT:-0}" = "0" ]; then
+  echo "step 120 loss 2.31"; echo "NVRM: Xid 79, GPU has fallen off the bus" >&2; exit 1
+fi
+echo "step 240 loss 2.10"; exit 0
+"""
+
+
+@pytest.fixture
+def slurm_policy():  # noqa: ANN201 - the partition check runs against the real sinfo
+    text = policy_text().replace("max_partition_fraction: 1.0", "max_partition_fraction: 0.5")
+    return parse_policy(text, "slurm-test-policy.yaml")
+
+
+def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # noqa: ANN001
+                                                      slurm_policy) -> None:
+    ctx = ToolContext(slurm=SubprocessRunner(slurm_cluster.env))
+    reason = "goodput: Xid 79 on GPU 0 (test)"
+    with slurm_cluster.fresh_nodes():
+        _, ids = make_investigation(ledger, "gpu_hardware", {
+            "slurm_drain_node": {"node": NODE, "reason": reason},
+            "slurm_resume_node": {"node": NODE}}, node=NODE)
+        aid = ids["slurm_drain_node"]
+        p = preview_action(ledger, aid, slurm_policy, ctx)
+        assert p.command == f"scontrol update NodeName={NODE} State=DRAIN 'Reason={reason}'"
+
+        def up() -> bool:
+            return "DRAIN" not in slurm_cluster.node_state(NODE)
+
+        with pytest.raises(GateRefused, match="no approval"):
+            execute_action(ledger, aid, ctx, slurm_policy)
+        assert up()
+        t0 = datetime.now(UTC)
+        approve_action(ledger, aid, "alice", slurm_policy, now=t0)
+        with pytest.raises(GateRefused, match="expired"):
+            execute_action(ledger, aid, ctx, slurm_policy, now=t0 + timedelta(minutes=45))
+        with pytest.raises(GateRefused, match="binds arguments"):
+            execute_action(ledger, aid, ctx, slurm_policy,
+                           args={"node": "gpu-node-02", "reason": reason})
+        assert up() and "DRAIN" not in slurm_cluster.node_state("gpu-node-02")
+
+        done = execute_action(ledger, aid, ctx, slurm_policy)
+        assert done.ok, done.detail
+        sinfo_r = slurm_cluster.run("sinfo", "-R", "-h", "-o", "%E|%N")
+        assert f"{reason}|{NODE}" in sinfo_r.splitlines(), sinfo_r
+        assert not up()
+        with pytest.raises(GateRefused, match="already used"):
+            execute_action(ledger, aid, ctx, slurm_policy)
+        assert action_status(ledger, aid) == "executed"
+        # and back into service through the gate as well
+        rid = ids["slurm_resume_node"]
+        approve_action(ledger, rid, "bob", slurm_policy)
+        assert execute_action(ledger, rid, ctx, slurm_policy).ok
+        assert up()
+
+
+def test_requeue_of_a_failed_job_excludes_its_node(slurm_cluster, ledger,  # noqa: ANN001
+                                                   slurm_policy) -> None:
+    ctx = ToolContext(slurm=SubprocessRunner(slurm_cluster.env))
+    with slurm_cluster.fresh_nodes():
+        job = slurm_cluster.submit(FLAKY, name="flaky-train")
+        assert slurm_cluster.wait_done(job) == "FAILED"
+        show = slurm_cluster.run("scontrol", "show", "job", job)
+        failed_on = re.search(r"\bNodeList=(\S+)", show).group(1)  # type: ignore[union-attr]
+        _, ids = make_investigation(ledger, "gpu_hardware", {
+            "bare": {"job": job}, "slurm_requeue_job": {"job": job, "exclude": [failed_on]}},
+            node=failed_on, target=f"slurm job {job}")
+        with pytest.raises(GateRefused, match="bare is not a mutating tool"):
+            approve_action(ledger, ids["bare"], "alice", slurm_policy)
+        aid = ids["slurm_requeue_job"]
+        approve_action(ledger, aid, "alice", slurm_policy)
+        done = execute_action(ledger, aid, ctx, slurm_policy)
+        out = done.detail["output"]
+        assert done.ok, out
+        assert [r["argv"][:3] for r in out["results"]] == [
+            ["scontrol", "requeue", job], ["scontrol", "update", f"JobId={job}"],
+            ["scontrol", "update", f"JobId={job}"]]
+        assert slurm_cluster.wait_done(job, timeout=90) == "COMPLETED"
+        show = slurm_cluster.run("scontrol", "show", "job", job)
+        ran_on = re.search(r"\bNodeList=(\S+)", show).group(1)  # type: ignore[union-attr]
+        assert ran_on != failed_on and f"ExcNodeList={failed_on}" in show
+        assert "Restarts=1" in show
