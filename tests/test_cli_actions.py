@@ -1,0 +1,83 @@
+"""`goodput approve | reject | actions | policy check` end to end, with a config change on a
+local job script (the one mutating tool that needs no cluster)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from goodput_agent.cli import cli
+from goodput_agent.ledger import Ledger
+from goodput_agent.planner.base import ToolCall
+from goodput_agent.planner.loop import execute
+from goodput_agent.toolkit import ToolContext, registry
+from tests.approval.conftest import Recorder, make_investigation, policy_text, valid_args
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, Path, int]:
+    ledger, policy = tmp_path / "l.duckdb", tmp_path / "policy.yaml"
+    policy.write_text(policy_text())
+    args = valid_args(tmp_path)["config_change"]
+    with Ledger(ledger) as lg:
+        _, ids = make_investigation(lg, "gpu_oom", {"config_change": args})
+    return ledger, policy, Path(args["path"]), ids["config_change"]
+
+
+def test_approve_shows_the_diff_asks_and_runs_through_the_gate(tmp_path: Path) -> None:
+    ledger, policy, script, aid = _setup(tmp_path)
+    base = ["--ledger", str(ledger), "--policy", str(policy)]
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", *base], input="n\n")
+    assert r.exit_code == 2 and "not confirmed" in r.output
+    assert "-#SBATCH --mem=64G" in r.output and "+#SBATCH --mem=128G" in r.output
+    assert "--mem=64G" in script.read_text()  # nothing ran
+
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "mallory", "--yes", *base])
+    assert r.exit_code == 2 and "'mallory' may not approve config_change" in r.output
+    assert "--mem=64G" in script.read_text()
+
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--json",
+                                 *base])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{\n  \"preview\""):])
+    assert out["status"] == "executed" and out["approval"]["actor"] == "alice"
+    assert "+#SBATCH --mem=128G" in out["execution"]["detail"]["output"]["response"]["diff"]
+    assert "--mem=128G" in script.read_text()
+
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", *base])
+    assert r.exit_code == 2 and "already executed" in r.output
+    r = CliRunner().invoke(cli, ["actions", "--json", *base])
+    assert json.loads(r.output)["actions"][0]["status"] == "executed"
+
+
+def test_reject_records_the_reason(tmp_path: Path) -> None:
+    ledger, policy, _, aid = _setup(tmp_path)
+    r = CliRunner().invoke(cli, ["reject", str(aid), "--as", "bob", "--why", "generated upstream",
+                                 "--json", "--ledger", str(ledger)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["reason"] == "generated upstream"
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--ledger",
+                                 str(ledger), "--policy", str(policy)])
+    assert r.exit_code == 2 and "already rejected" in r.output
+
+
+def test_policy_check_cli(tmp_path: Path) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text("version: 1\ntools:\n  slurm_drain_node:\n    enabled: yes please\n")
+    r = CliRunner().invoke(cli, ["policy", "check", str(bad)])
+    assert r.exit_code == 2 and f"{bad}:4: tools.slurm_drain_node.enabled" in r.output
+    r = CliRunner().invoke(cli, ["policy", "check", "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["enabled"] == {}
+
+
+def test_the_planner_loop_refuses_every_mutating_tool(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    rec = Recorder()
+    rec.install(monkeypatch)
+    args = valid_args(tmp_path)
+    with Ledger(tmp_path / "l.duckdb") as lg:
+        inv, _ = make_investigation(lg, "gpu_hardware", {})
+        for i, name in enumerate(sorted(args)):
+            step = execute(ToolCall(tool=name, args=args[name]), ToolContext(), lg, inv, i + 1)
+            assert step.error and "approval gate" in step.error and step.output is None
+    assert rec.calls == [] and {n for n, t in registry().items() if not t.read_only} == set(args)
