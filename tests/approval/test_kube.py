@@ -150,3 +150,25 @@ def test_cli_policy_check_and_actions_listing(tmp_path: Path, ledger) -> None:  
     acts = json.loads(r.output)["actions"]
     assert acts[0]["tool"] == "k8s_cordon_node" and not acts[0]["allowed"]
     assert "not enabled" in acts[0]["reasons"][0]
+
+
+def test_cli_approve_cordons_through_a_kubeconfig(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from goodput_agent.cli import cli
+    from goodput_agent.ledger import Ledger
+    from tests.approval.conftest import policy_text
+
+    ledger, policy = tmp_path / "l.duckdb", tmp_path / "p.yaml"
+    policy.write_text(policy_text())
+    with Ledger(ledger) as lg:
+        _, ids = make_investigation(lg, "gpu_hardware",
+                                    {"k8s_cordon_node": {"node": "gpu-node-03"}})
+    with running_kube_api(cluster()) as srv:
+        kc = srv.kubeconfig(tmp_path / "kubeconfig")
+        r = CliRunner().invoke(cli, ["approve", str(ids["k8s_cordon_node"]), "--as", "alice",
+                                     "--yes", "--kubeconfig", str(kc), "--ledger", str(ledger),
+                                     "--policy", str(policy)], env={"COLUMNS": "200"})
+        assert r.exit_code == 0, r.output
+        assert "+  unschedulable: true" in r.output and "executed" in r.output
+        assert k8s.CoreV1Api(_client(srv.url)).read_node("gpu-node-03").spec.unschedulable
