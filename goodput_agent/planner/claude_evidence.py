@@ -51,13 +51,17 @@ def _full_lines(output: BaseModel) -> list[str]:
 
 
 def _pick_events(events: list[Event], k: int) -> list[Event]:
-    """Primaries first, then symptoms, then the first and last of the rest (time order kept)."""
+    """At most k events, most telling first: primaries, then symptoms, then context (each in
+    time order), with the very first and last events kept as the edges of the story."""
     if len(events) <= k:
         return events
     order = {Role.primary: 0, Role.symptom: 1, Role.context: 2}
-    chosen = sorted(range(len(events)), key=lambda i: (order.get(events[i].role, 3), i))[:k - 4]
-    chosen += [0, 1, len(events) - 2, len(events) - 1]
-    return [events[i] for i in sorted(set(chosen))]
+    edges = [0, len(events) - 1]
+    rest = sorted((i for i in range(len(events)) if i not in edges),
+                  key=lambda i: (order.get(events[i].role, 3), i))
+    first = [i for i in rest if events[i].role == Role.primary][:k - 2]
+    chosen = first + edges + [i for i in rest if i not in first][:k - 2 - len(first)]
+    return [events[i] for i in chosen]
 
 
 def _pick_lines(lines: list[str]) -> list[int]:
@@ -103,17 +107,21 @@ def present(step: StepResult, ledger: Ledger, inv_id: str, budget: int) -> tuple
         if output.rank_hosts:
             head.append("rank hosts: " + ", ".join(
                 f"{r}={h}" for r, h in sorted(output.rank_hosts.items())[:32]))
-        body = []
-        for e in _pick_events(output.events, SHOWN_EVENTS):
+        picked = _pick_events(output.events, SHOWN_EVENTS)
+        if len(output.events) > len(picked):
+            head.append(f"showing at most {len(picked)} of {len(output.events)} events "
+                        f"(primaries first); all of them: read_evidence id={whole}")
+        body, left = [], budget - sum(len(h) + 1 for h in head) - 20
+        for e in picked:  # an id is recorded only for a line that is shown
+            line = redact(f"{_event_line(e)} | {e.excerpt.strip()}")[:500]
+            if len(line) + 12 > left:
+                break
             eid = ledger.record_evidence(inv_id, step.tool_call_id, e.locator.path,
                                          str(e.locator), redact(e.excerpt)[:EXCERPT_CHARS], e.ts)
             shown.append(eid)
-            body.append(f"[E{eid}] " + redact(f"{_event_line(e)} | {e.excerpt.strip()}")[:500])
-        if len(output.events) > len(body):
-            head.append(f"showing {len(body)} of {len(output.events)} events "
-                        "(primaries first); the rest via read_evidence")
-        text = _cut(head + body, budget, "... {n} more lines: read_evidence id=" + str(whole))
-        return text, shown
+            body.append(f"[E{eid}] {line}")
+            left -= len(body[-1]) + 1
+        return "\n".join(head + body), shown
     idx = _pick_lines(lines)
     body, last = [], -1
     for i in idx:
