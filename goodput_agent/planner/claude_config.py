@@ -145,5 +145,6 @@ def load_settings(overrides: dict[str, Any] | None = None,
 
 def require_key(settings: ClaudeSettings) -> None:
     if not settings.api_key:
-        raise BadInput("--planner claude needs an Anthropic API key (ANTHROPIC_API_KEY, or "
-                       f"claude.api_key in {config_path()}); without one use --planner offline")
+        raise BadInput("the Claude planner needs an Anthropic API key (ANTHROPIC_API_KEY, or "
+                       f"claude.api_key in {config_path()}); without one use the offline "
+                       "planner (--planner offline, the default)")

@@ -100,9 +100,14 @@ def test_malformed_argument_and_unknown_evidence_are_tool_errors(tmp_path: Path,
 
 
 def _no_approval_or_execution(run) -> None:  # noqa: ANN001
+    from goodput_agent.approval.gate import action_status
+    from goodput_agent.ledger import Ledger
+
     events = run.rows("SELECT * FROM action_events WHERE investigation_id = ?")
     assert events == []
     assert {a["status"] for a in run.record.actions} <= {"proposed"}
+    with Ledger(run.ledger_path, read_only=True) as lg:
+        assert {action_status(lg, a["id"]) for a in run.record.actions} <= {"proposed"}
     assert all(t["error"] for t in run.record.tool_calls if not t["read_only"])
 
 
