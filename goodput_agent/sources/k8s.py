@@ -243,7 +243,7 @@ class K8sSource:
         """The Job, JobSet, PyTorchJob, Deployment or StatefulSet called `name` (the first found
         in that order, or the given kind) and the label selector of its pods."""
         kinds = [_KINDS[kind.lower()]] if kind else list(WORKLOAD_KINDS)
-        missing = []
+        missing, refused = [], []
         for wk in kinds:
             what = f"get {wk.plural}.{wk.group} {namespace}/{name}"
             try:
@@ -252,6 +252,9 @@ class K8sSource:
             except NotFound:
                 missing.append(wk.kind)
                 continue
+            except Forbidden as exc:  # this kind may not be read: try the others
+                refused.append(exc)
+                continue
             selector = selector_text((obj.get("spec") or {}).get("selector"))
             if not selector and wk.labels:
                 selector = f"{wk.labels[0]}={name}"
@@ -259,6 +262,8 @@ class K8sSource:
                 raise SourceError(SOURCE, f"{wk.kind} {namespace}/{name} has no "
                                   "spec.selector", what)
             return Workload(wk.kind, namespace, name, selector, obj)
+        if refused:  # not found where we may look; maybe where we may not
+            raise refused[0]
         raise NotFound(SOURCE, f"no {' or '.join(missing)} named {name} in namespace "
                        f"{namespace}")
 

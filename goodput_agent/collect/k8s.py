@@ -1,0 +1,187 @@
+"""Collect a Kubernetes job (or one pod) into a bundle, in the files the bundle parsers read:
+
+    k8s/pods.json     the pods, as `kubectl get pods -l <selector> -o json` prints them (a List)
+    k8s/events.json   events about those pods, the workload and the pods' nodes (a List)
+    k8s/nodes.json    the pods' nodes: conditions, taints, allocatable nvidia.com/gpu (a List)
+    logs/<pod>.log                 the pod's (first) container log, with the kubelet's timestamps
+    logs/<pod>_<container>.log     other containers
+    logs/previous/<pod>.log        the previous instance of a restarted container (--previous)
+    incident.yaml     the question, job and time window (from the pods' start and end)
+    manifest.json     (collect/base.py) every API call, the window, and what could not be read
+
+A source that is unreachable, forbidden or slow leaves its files out and an error in the
+manifest (the report lists it as missing evidence); only a target that does not exist is an
+error for the caller (NotFound: the user named the wrong job).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import structlog
+
+from goodput_agent.collect.base import BundleWriter
+from goodput_agent.metrics.source import TimeWindow
+from goodput_agent.sources.errors import NotFound, SourceError
+from goodput_agent.sources.k8s import (
+    SOURCE,
+    K8sSource,
+    Workload,
+    containers_with_logs,
+    pod_nodes,
+    split_ref,
+)
+
+log = structlog.get_logger(__name__)
+
+WINDOW_MARGIN = timedelta(minutes=5)
+
+
+@dataclass
+class K8sTarget:
+    """What to collect: a workload (`job`, NS/NAME or NS/KIND/NAME) or one pod (NS/NAME)."""
+
+    job: str | None = None
+    pod: str | None = None
+    since: timedelta | None = None  # logs: only lines newer than this
+    tail_lines: int | None = 20_000  # logs: at most this many lines per container
+
+
+@dataclass
+class K8sCollected:
+    workload: Workload | None = None
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    window: TimeWindow | None = None
+
+
+def as_list(items: list[dict[str, Any]], api_version: str, kind: str) -> str:
+    """Items as `kubectl get -o json` prints them: a List whose items carry kind/apiVersion."""
+    out = [{"apiVersion": api_version, "kind": kind, **i} for i in items]
+    doc = {"apiVersion": "v1", "items": out, "kind": "List", "metadata": {"resourceVersion": ""}}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def _ts(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def pods_window(pods: list[dict[str, Any]], now: datetime | None = None) -> TimeWindow | None:
+    """From the first pod's start to the last container's end (now, while one still runs),
+    with a margin on both sides."""
+    starts, ends, running = [], [], False
+    for pod in pods:
+        status = pod.get("status") or {}
+        for value in (status.get("startTime"), (pod.get("metadata") or {}).get(
+                "creationTimestamp")):
+            if (ts := _ts(value)) is not None:
+                starts.append(ts)
+                break
+        for cs in status.get("containerStatuses") or []:
+            state = cs.get("state") or {}
+            running |= "running" in state
+            for s in (state, cs.get("lastState") or {}):
+                if (ts := _ts((s.get("terminated") or {}).get("finishedAt"))) is not None:
+                    ends.append(ts)
+    if not starts:
+        return None
+    end = (now or datetime.now(UTC)) if running or not ends else max(ends)
+    return TimeWindow(start=min(starts) - WINDOW_MARGIN, end=end + WINDOW_MARGIN)
+
+
+def _write(writer: BundleWriter, src: K8sSource, rel: str, what: str, query: str,
+           text: str) -> None:
+    writer.write_text(rel, text, source=SOURCE, what=what, query=query, origin=src.where)
+
+
+def collect_k8s(writer: BundleWriter, src: K8sSource, target: K8sTarget,
+                now: datetime | None = None) -> K8sCollected:
+    """Read the target from the API and write its files; errors become manifest entries,
+    except a target that does not exist (NotFound is raised)."""
+    out = K8sCollected()
+    try:
+        if target.pod:
+            ns, _, name = split_ref(target.pod, src.namespace)
+            out.pods = [src.pod(ns, name)]
+            query = f"GET /api/v1/namespaces/{ns}/pods/{name}"
+            involved = {("Pod", name)}
+        else:
+            ns, kind, name = split_ref(target.job or "", src.namespace)
+            out.workload = wl = src.workload(ns, name, kind)
+            out.pods = src.workload_pods(wl)
+            query = f"GET /api/v1/namespaces/{ns}/pods?labelSelector={wl.selector}"
+            involved = {(wl.kind, wl.name)} | {("Pod", p["metadata"]["name"])
+                                               for p in out.pods}
+    except ValueError as exc:
+        raise NotFound(SOURCE, str(exc)) from None
+    except NotFound:
+        raise
+    except SourceError as exc:
+        writer.source_error(f"the pods of {target.pod or target.job} (and with them their "
+                            "events, nodes and logs)", exc)
+        return out
+    _write(writer, src, "k8s/pods.json", f"pods of {target.pod or target.job}", query,
+           as_list(out.pods, "v1", "Pod"))
+    out.window = pods_window(out.pods, now)
+    if out.window is not None:
+        writer.manifest.window = out.window
+    nodes = pod_nodes(out.pods)
+    try:
+        events = src.events(ns, involved, nodes)
+        _write(writer, src, "k8s/events.json", "events about the pods, workload and nodes",
+               f"GET /api/v1/namespaces/{ns}/events; GET /api/v1/events?fieldSelector="
+               "involvedObject.kind=Node,involvedObject.name=<node>", as_list(events, "v1",
+                                                                               "Event"))
+    except SourceError as exc:
+        writer.source_error("Kubernetes events of the pods and nodes", exc)
+    if nodes:
+        try:
+            _write(writer, src, "k8s/nodes.json", f"the pods' nodes ({len(nodes)})",
+                   "GET /api/v1/nodes/<node> for " + ",".join(sorted(nodes)),
+                   as_list(src.nodes(nodes), "v1", "Node"))
+        except SourceError as exc:
+            writer.source_error("the nodes the pods ran on", exc)
+    _collect_logs(writer, src, out.pods, target)
+    for note in src.truncated:
+        writer.error(SOURCE, note, "error", "list cut at the item cap (max_items)")
+    name = out.workload.name if out.workload else out.pods[0]["metadata"]["name"]
+    spec: dict[str, object] = {"question": f"why did {name} fail?", "job": name}
+    if out.window is not None:
+        spec["window"] = {"start": out.window.start.isoformat(),
+                          "end": out.window.end.isoformat()}
+    writer.write_incident(spec)
+    return out
+
+
+def _collect_logs(writer: BundleWriter, src: K8sSource, pods: list[dict[str, Any]],
+                  target: K8sTarget) -> None:
+    since = int(target.since.total_seconds()) if target.since else None
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        ns, name = meta.get("namespace") or src.namespace, str(meta.get("name"))
+        for k, (container, restarted) in enumerate(containers_with_logs(pod)):
+            stem = name if k == 0 else f"{name}_{container}"
+            runs = [(False, f"logs/{stem}.log")]
+            if restarted:
+                runs.append((True, f"logs/previous/{stem}.log"))
+            for previous, rel in runs:
+                what = f"{'previous ' if previous else ''}log of {ns}/{name} -c {container}"
+                try:
+                    text = src.log(ns, name, container, previous=previous,
+                                   tail_lines=target.tail_lines, since_seconds=since)
+                except SourceError as exc:
+                    writer.source_error(what, exc)
+                    continue
+                query = (f"GET /api/v1/namespaces/{ns}/pods/{name}/log?container={container}"
+                         f"&timestamps=true{'&previous=true' if previous else ''}"
+                         f"{f'&tailLines={target.tail_lines}' if target.tail_lines else ''}"
+                         f"{f'&sinceSeconds={since}' if since else ''}")
+                _write(writer, src, rel, what, query, text)

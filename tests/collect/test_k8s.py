@@ -1,0 +1,138 @@
+"""Collecting a Kubernetes job into a bundle from the fixture API server (tests/servers/
+kube_api.py; no real kube-apiserver can run here), and investigating what was collected."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from goodput_agent.collect.base import BundleWriter
+from goodput_agent.collect.k8s import K8sTarget, collect_k8s
+from goodput_agent.investigate import investigate_bundle
+from goodput_agent.ledger import open_ledger
+from goodput_agent.sources.errors import NotFound
+from goodput_agent.sources.k8s import K8sSource
+from tests.servers.debian import free_port
+from tests.servers.kube_api import FixtureCluster, running_kube_api
+from tests.servers.kube_fixtures import serving_cluster
+
+CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
+NOW = datetime(2026, 3, 2, 9, 40, tzinfo=UTC)  # the fixture cluster's present
+K8S_CASES = sorted(p.name for p in CASES.iterdir() if (p / "k8s" / "pods.json").is_file())
+
+
+def collect(srv, tmp_path: Path, target: K8sTarget, name: str = "bundle") -> Path:
+    src = K8sSource.connect(kubeconfig=srv.kubeconfig(tmp_path / "kubeconfig"))
+    out = tmp_path / name
+    with BundleWriter(out, {"k8s": target.job or target.pod or ""}) as writer:
+        collect_k8s(writer, src, target, now=NOW)
+    return out
+
+
+def investigate(bundle: Path, tmp_path: Path):
+    with open_ledger(tmp_path / "ledger.duckdb") as ledger:
+        return investigate_bundle(bundle, ledger)
+
+
+def test_there_are_kubernetes_eval_cases():
+    assert len(K8S_CASES) >= 10
+
+
+@pytest.mark.parametrize("case", K8S_CASES)
+def test_live_collection_gives_the_cases_verdict(case, tmp_path):
+    """Each generated Kubernetes case served by the API: what the live source collects (pods,
+    events, nodes, logs; no kernel logs, which the API does not serve) gives the expected
+    category, node and rank."""
+    root = CASES / case
+    expected = json.loads((root / "expected.json").read_text())
+    job = yaml.safe_load((root / "incident.yaml").read_text())["job"]
+    namespace = json.loads((root / "k8s" / "pods.json").read_text())["items"][0]["metadata"][
+        "namespace"]
+    with running_kube_api(FixtureCluster.from_bundle(root)) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(job=f"{namespace}/{job}", tail_lines=None))
+    assert sorted(p.name for p in (bundle / "logs").iterdir()) == \
+        sorted(p.name for p in (root / "logs").iterdir())
+    cause = investigate(bundle, tmp_path).root_cause
+    assert cause is not None
+    assert (cause.category, cause.node) == (expected["category"], expected["node"])
+    # the rank often comes from a node's kernel log; without it, the same as the shipped
+    # bundle with its nodes/ folder left out
+    same_evidence = tmp_path / "same"
+    shutil.copytree(root, same_evidence, ignore=shutil.ignore_patterns("nodes", "expected.json"))
+    offline = investigate(same_evidence, tmp_path).root_cause
+    assert (cause.category, cause.node, cause.rank) == \
+        (offline.category, offline.node, offline.rank)
+
+
+def test_deployment_pod_restarted_after_oom(tmp_path):
+    with running_kube_api(serving_cluster()) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(job="serving/vllm"))
+    files = sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file())
+    pod = "vllm-6d4f9c7b8-x2k9p"
+    assert files == sorted(["incident.yaml", "k8s/events.json", "k8s/nodes.json",
+                            "k8s/pods.json", f"logs/{pod}.log", f"logs/{pod}_proxy.log",
+                            f"logs/previous/{pod}.log", "manifest.json"])
+    pods = json.loads((bundle / "k8s/pods.json").read_text())
+    assert pods["kind"] == "List" and pods["items"][0]["kind"] == "Pod"  # kubectl's shape
+    events = json.loads((bundle / "k8s/events.json").read_text())["items"]
+    assert sorted(e["involvedObject"]["name"] for e in events) == ["gpu-node-07", pod]
+    assert (bundle / f"logs/previous/{pod}.log").read_text().startswith(
+        "2026-03-02T09:20:01Z INFO Starting vLLM API server")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["errors"] == []
+    # from the first pod start to now (a container still runs), 5 minutes' margin each side
+    assert manifest["window"] == {"start": "2026-03-02T08:55:05Z", "end": "2026-03-02T09:45:00Z"}
+    assert {f["query"] for f in manifest["files"]} >= {
+        "GET /api/v1/namespaces/serving/pods?labelSelector=app=vllm"}
+    cause = investigate(bundle, tmp_path).root_cause
+    assert (cause.category, cause.node) == ("host_oom", "gpu-node-07")
+
+
+def test_one_pod(tmp_path):
+    with running_kube_api(serving_cluster()) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(pod="serving/vllm-6d4f9c7b8-x2k9p"))
+    assert len(json.loads((bundle / "k8s/pods.json").read_text())["items"]) == 1
+    assert investigate(bundle, tmp_path).root_cause.category == "host_oom"
+
+
+def test_forbidden_logs_and_nodes_are_named_as_missing_evidence(tmp_path):
+    rules = [{"apiGroups": ["", "apps"], "resources": ["pods", "events", "deployments"],
+              "verbs": ["get", "list"]}]
+    with running_kube_api(serving_cluster(), rules=rules) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(job="serving/vllm"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert sorted((e["kind"], e["what"]) for e in manifest["errors"]) == [
+        ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c proxy"),
+        ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c vllm"),
+        ("forbidden", "previous log of serving/vllm-6d4f9c7b8-x2k9p -c vllm"),
+        ("forbidden", "the nodes the pods ran on")]
+    report = investigate(bundle, tmp_path)
+    assert report.root_cause.category == "host_oom"  # the pods still say OOMKilled
+    assert any("missing evidence: the nodes the pods ran on" in u for u in report.unknowns)
+
+
+def test_unreachable_api_gives_a_partial_report(tmp_path):
+    kc = tmp_path / "kc"
+    kc.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    with BundleWriter(tmp_path / "b", {"k8s": "train/llama"}) as writer:
+        collect_k8s(writer, K8sSource.connect(kubeconfig=kc, timeout_s=2),
+                    K8sTarget(job="train/llama"))
+    errors = json.loads((tmp_path / "b" / "manifest.json").read_text())["errors"]
+    assert [e["kind"] for e in errors] == ["unreachable"]
+    report = investigate(tmp_path / "b", tmp_path)
+    assert report.root_cause is None or report.root_cause.category == "unknown"
+    assert any("missing evidence: the pods of train/llama" in u for u in report.unknowns)
+
+
+def test_a_job_that_does_not_exist_is_an_error(tmp_path):
+    with running_kube_api(serving_cluster()) as srv, pytest.raises(NotFound, match="named nope"):
+        collect(srv, tmp_path, K8sTarget(job="serving/nope"))
