@@ -269,7 +269,10 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
     if as_json:
-        click.echo(rec.model_dump_json(indent=2))
+        data = rec.model_dump(mode="json")
+        if usage:
+            data["llm_usage"] = usage
+        click.echo(json.dumps(data, indent=2, default=str))
     else:
         render_record(rec, Console(), usage)
 

@@ -66,6 +66,10 @@ def test_investigate_with_claude_then_ledger_show_tokens_and_cost(
     m = re.search(r"4 calls · tokens in (\d+).*out (\d+) · cost \$(\d+\.\d+)",
                   shown.stdout.replace("\n", " "))
     assert m and int(m.group(1)) > 0 and int(m.group(2)) == 80 and float(m.group(3)) > 0
+    as_json = json.loads(CliRunner().invoke(cli, ["ledger", "show", "--ledger", ledger,
+                                                  "--json"]).stdout)
+    assert as_json["llm_usage"]["calls"] == 4 and as_json["llm_usage"]["output_tokens"] == 80
+    assert as_json["investigation"]["prompt_hash"].startswith("sha256:")
 
 
 def test_budget_flag_ends_with_a_partial_report(claude_env: dict, demo_bundle: Path,

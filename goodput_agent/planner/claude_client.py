@@ -102,7 +102,7 @@ class MessagesClient:
                         for piece in stream.text_stream:
                             on_text(piece)
                         msg = stream.get_final_message()
-                        request_id = stream.request_id
+                        request_id = stream.response.headers.get("request-id")
         duration_ms = (time.perf_counter() - t0) * 1000
         u = msg.usage
         turn = Turn(content=[b.model_dump(mode="json", exclude_none=True) for b in msg.content],
