@@ -5,8 +5,9 @@ connection, read-only ones included, while it does. So each request opens its ow
 read-only connection (nothing stays open between requests, so `goodput investigate` can take
 the file at any time), and when the file is held by a writer, the request reads a snapshot:
 the database file and its write-ahead log copied to a temporary folder and opened read-only
-there (DuckDB replays the copied log in memory). A copy taken in the middle of a checkpoint
-can fail to open; it is retried a few times before the page says the ledger is busy.
+there (DuckDB replays the copied log in memory). A copy during which either file changed
+(a write or a checkpoint) is taken again, as is one that fails to open, a few times before
+the page says the ledger is busy.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 
 log = structlog.get_logger(__name__)
-SNAPSHOT_TRIES = 5
+SNAPSHOT_TRIES = 8
 
 
 class LedgerBusy(Exception):
@@ -52,17 +53,32 @@ def _locked(exc: duckdb.Error) -> bool:
     return "lock" in str(exc).lower()
 
 
+def _stamp(*files: Path) -> tuple[tuple[int, int] | None, ...]:
+    """Size and modification time of each file (None when absent)."""
+    out = []
+    for f in files:
+        try:
+            st = f.stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
 def _snapshot(path: Path, folder: Path) -> duckdb.DuckDBPyConnection:
     copy = folder / "ledger.duckdb"
     last: Exception | None = None
     for attempt in range(SNAPSHOT_TRIES):
         for f in folder.iterdir():
             f.unlink()
+        wal = path.with_name(path.name + ".wal")
         try:
+            before = _stamp(path, wal)
             shutil.copyfile(path, copy)
-            wal = path.with_name(path.name + ".wal")
             if wal.exists():
                 shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
+            if _stamp(path, wal) != before:  # written (or checkpointed) while copied
+                raise OSError("the ledger changed while it was copied")
             return duckdb.connect(str(copy), read_only=True)
         except (duckdb.Error, OSError) as exc:  # a torn copy: take it again
             last = exc
