@@ -46,8 +46,25 @@ def _full_lines(output: BaseModel) -> list[str]:
         lines += [f"facts {path}: {json.dumps(f, default=str)[:2000]}"
                   for path, f in output.facts.items()]
         return [redact(x) for x in lines + [f"warning: {w}" for w in output.warnings]]
-    text = json.dumps(output.model_dump(mode="json"), indent=1, default=str)
-    return [redact(x) for x in text.splitlines()]
+    lines: list[str] = []
+    for key, value in output.model_dump(mode="json").items():
+        lines += _json_lines(key, value)
+    return [redact(x) for x in lines]
+
+
+def _json_lines(key: str, value: object, depth: int = 0) -> list[str]:
+    """One line per list item and per key of a big mapping (two levels), compact JSON."""
+    flat = json.dumps(value, default=str, separators=(",", ":"))
+    if len(flat) <= 300 or depth >= 2:
+        return [f"{key}: {flat}"]
+    if isinstance(value, list):
+        out = [f"{key}: {len(value)} items"]
+        for i, item in enumerate(value):
+            out += _json_lines(f"{key}[{i}]", item, depth + 1)
+        return out
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _json_lines(f"{key}.{k}", v, depth + 1)]
+    return [f"{key}: {flat}"]
 
 
 def _pick_events(events: list[Event], k: int) -> list[Event]:
@@ -64,13 +81,24 @@ def _pick_events(events: list[Event], k: int) -> list[Event]:
     return [events[i] for i in chosen]
 
 
-def _pick_lines(lines: list[str]) -> list[int]:
-    """First and last lines, and the lines around matches."""
+def _pick_lines(lines: list[str], budget: int) -> list[int]:
+    """All lines when they fit; else the first and last lines and the lines around matches,
+    then the next lines from the top while the budget lasts."""
+    if sum(min(len(x), 300) + 8 for x in lines) <= budget:
+        return list(range(len(lines)))
     keep = set(range(min(HEAD, len(lines)))) | set(range(max(0, len(lines) - TAIL), len(lines)))
     for i, line in enumerate(lines):
         if MATCH.search(line):
             keep |= {i - 1, i, i + 1}
-    return sorted(i for i in keep if 0 <= i < len(lines))
+    keep = {i for i in keep if 0 <= i < len(lines)}
+    used = sum(min(len(lines[i]), 300) + 8 for i in keep)
+    for i in range(len(lines)):
+        if i not in keep:
+            used += min(len(lines[i]), 300) + 8
+            if used > budget:
+                break
+            keep.add(i)
+    return sorted(keep)
 
 
 def _cut(parts: list[str], budget: int, more: str) -> str:
@@ -122,7 +150,7 @@ def present(step: StepResult, ledger: Ledger, inv_id: str, budget: int) -> tuple
             body.append(f"[E{eid}] {line}")
             left -= len(body[-1]) + 1
         return "\n".join(head + body), shown
-    idx = _pick_lines(lines)
+    idx = _pick_lines(lines, budget - sum(len(h) + 1 for h in head))
     body, last = [], -1
     for i in idx:
         if i != last + 1:
