@@ -44,7 +44,7 @@ from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg
 from goodput_agent.web import security
-from goodput_agent.web.excerpt import source_view
+from goodput_agent.web.excerpt import draw_trace_step, source_view, trace_step
 from goodput_agent.web.reader import LedgerBusy, read_ledger
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE, Signer
 from goodput_agent.web.views import (
@@ -193,9 +193,33 @@ def create_app(config: ServeConfig) -> Starlette:
             rep = report_of(conc[0] if conc else None)
             pictures = list(enumerate(pictures_of(rep, inv_id))) \
                 if src.origin == "ledger" else []
+            step = trace_step(ev["locator"])
             return page(request, "evidence.html",
-                        {**view, "src": src, "info": info, "pictures": pictures})
+                        {**view, "src": src, "info": info, "pictures": pictures,
+                         "step": step})
         return reading(request, show)
+
+    def step_svg(request: Request) -> Response:
+        """The trace step an evidence item names, drawn from the bundle (cached per item)."""
+        inv_id, ev_id = request.path_params["inv_id"], request.path_params["ev_id"]
+        try:
+            with lock, read_ledger(config.ledger) as (led, _):
+                view = evidence_view(led, inv_id, ev_id)
+        except (LedgerBusy, BadInput) as exc:
+            return PlainTextResponse(str(exc), status_code=503)
+        if view is None:
+            return PlainTextResponse("no such evidence", status_code=404)
+        out = cache / inv_id / f"evidence-{ev_id}-step.svg"
+        try:
+            drawn = draw_trace_step(view["inv"]["target"], view["ev"]["locator"], out,
+                                    cwd=config.cwd)
+        except BadInput as exc:
+            return PlainTextResponse(str(exc), status_code=404)
+        if drawn is None:
+            return PlainTextResponse("the trace is not readable here any more",
+                                     status_code=404)
+        return Response(drawn.read_bytes(), media_type="image/svg+xml",
+                        headers={"Content-Security-Policy": SVG_CSP})
 
     def failure_svg(request: Request) -> Response:
         inv_id = request.path_params["inv_id"]
@@ -314,6 +338,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/", index),
         Route("/inv/{inv_id}", investigation),
         Route("/inv/{inv_id}/evidence/{ev_id:int}", evidence),
+        Route("/inv/{inv_id}/evidence/{ev_id:int}/step.svg", step_svg),
         Route("/inv/{inv_id}/failure-timeline.svg", failure_svg),
         Route("/inv/{inv_id}/pictures/{n:int}", picture),
         Route("/actions/{action_id:int}", action),

@@ -108,3 +108,34 @@ def source_view(target: str | None, locator: str, excerpt: str,
     differs = bool(stored_first) and matched[0].strip() != stored_first[0].strip()
     return SourceView(origin="bundle", why=f"read from {path} now", path=loc.path,
                       lines=lines, differs=differs)
+
+
+_TRACE_STEP = re.compile(r"^(?P<path>[^\[\]]+?) \[step (?P<n>\d+)\b")
+
+
+def trace_step(locator: str) -> tuple[str, int] | None:
+    """`traces/r0.pt.trace.json.gz [step 4: ...]` -> (path, 4); None for other locators."""
+    m = _TRACE_STEP.match(locator.strip())
+    return (m["path"], int(m["n"])) if m else None
+
+
+def draw_trace_step(target: str | None, locator: str, out: Path,
+                    cwd: Path | None = None) -> Path | None:
+    """The step a trace evidence item names, drawn as the CLI's step timeline (`goodput trace
+    timeline`) from the bundle's trace file; None when the bundle or the file is gone. A trace
+    that no longer loads or has no such step raises BadInput (one line)."""
+    from goodput_agent.cli_trace import load_one, pick_step
+    from goodput_agent.pictures.trace_timeline import draw_step_timeline
+
+    found = trace_step(locator)
+    root = bundle_root(target, cwd)
+    if found is None or root is None:
+        return None
+    path = _inside(root, found[0])
+    if path is None or not path.is_file():
+        return None
+    if out.is_file():
+        return out
+    trace = load_one(path, rel_path=found[0])
+    step, breakdown = pick_step(trace, found[1])
+    return draw_step_timeline(trace, step, breakdown, out)

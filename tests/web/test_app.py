@@ -197,3 +197,31 @@ def test_a_rebound_name_gets_nothing_on_loopback(reviewed: Reviewed) -> None:
     wide = ServeConfig(ledger=reviewed.ledger, host="0.0.0.0", token="t" * 20)
     assert TestClient(create_app(wide), base_url="http://gpu-box:8765").get("/")\
         .status_code == 401  # any name beyond loopback, but only with the token
+
+
+def test_trace_evidence_opens_its_own_step_drawn_from_the_bundle(tmp_path: Path) -> None:
+    import shutil
+
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+    from tests.conftest import REPO
+
+    case = tmp_path / "case"
+    shutil.copytree(REPO / "evals" / "slowdown_cases" / "s01-input-stall", case)
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as led:
+        report = investigate_bundle(case, led)
+    inv = report.investigation_id
+    client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url=BASE)
+    page = client.get(f"/inv/{inv}").text
+    ev_ids = re.findall(rf'/inv/{inv}/evidence/(\d+)', page)
+    ev = client.get(f"/inv/{inv}/evidence/{ev_ids[0]}").text
+    step = re.search(r"<h2>Step (\d+) of <code>([^<]+)</code>", ev)
+    assert step is not None and 'id="trace-step"' in ev
+    svg = client.get(f"/inv/{inv}/evidence/{ev_ids[0]}/step.svg")
+    assert svg.status_code == 200
+    assert f"step {step.group(1)}".encode() in svg.content.lower()
+    assert ev.count('class="picture"') == 2  # and the breakdown pictures of the investigation
+    shutil.rmtree(case)
+    gone = client.get(f"/inv/{inv}/evidence/{ev_ids[1]}/step.svg")
+    assert gone.status_code == 404 and "not readable" in gone.text
