@@ -63,16 +63,19 @@ def test_cost_uses_the_model_family_price_and_unknown_models_cost_none() -> None
 
 def test_one_request_id_logged_per_call(tmp_path: Path, demo_bundle: Path,
                                         capsys: pytest.CaptureFixture) -> None:
+    import structlog
+
     from goodput_agent.logs import configure
     from tests.planner.claude_fixtures import happy_script, run_claude
     from tests.servers.messages_api import FixtureError
 
-    configure("info", json_logs=True)
+    saved = structlog.get_config()
+    configure("info", json_logs=True)  # bound to this test's captured stderr
     try:
         run_claude([FixtureError(529, "overloaded_error", "Overloaded"), *happy_script()],
                    tmp_path, demo_bundle)
     finally:
-        configure("warning", json_logs=True)
+        structlog.configure(**saved)
     logs = [json.loads(x) for x in capsys.readouterr().err.splitlines() if x.startswith("{")]
     calls = [x for x in logs if x["event"] == "messages_call"]
     assert [c["request_id"] for c in calls] == [f"req_fixture_{n:04d}" for n in range(2, 6)]
