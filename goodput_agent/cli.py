@@ -21,6 +21,7 @@ from goodput_agent.cli_actions import (
     reject_cmd,
     verify_cmd,
 )
+from goodput_agent.cli_live import collect_cmd
 from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
 from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
@@ -161,14 +162,22 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
               help="With --prometheus: look back this far for the change (6h), or search "
                    "this window (10:00-11:00, START/END).")
 @_with(claude_options)
+@click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
+              help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")
 @json_option
 @ledger_option
 def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
                 prometheus_url: str | None, service: str | None, tz_name: str | None,
                 timeout_s: float, since_text: str | None, as_json: bool,
-                ledger_path: Path | None, planner: str, **claude_flags: object) -> None:
+                ledger_path: Path | None, planner: str, slurm_job: str | None = None,
+                **claude_flags: object) -> None:
     """Investigate an incident bundle (a directory or a .tar.gz of one), or a live Prometheus."""
     claude = claude_settings(planner, claude_flags)  # None: the offline planner
+    if slurm_job:
+        from goodput_agent.cli_live import investigate_slurm_job
+
+        _show(investigate_slurm_job(slurm_job, ledger_path, kind, pictures_dir, timeout_s,
+                                    claude), as_json)
     if prometheus_url:
         if bundle is not None:
             raise click.UsageError("give a bundle or --prometheus, not both")
@@ -336,6 +345,7 @@ def tools_cmd(as_json: bool) -> None:
 
 
 cli.add_command(trace)
+cli.add_command(collect_cmd)
 cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)

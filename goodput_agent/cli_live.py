@@ -1,0 +1,78 @@
+"""`goodput collect --slurm-job ID -o DIR`, and what `goodput investigate --slurm-job ID` runs:
+collect into a bundle kept beside the ledger (reports/slurm-job-<id>-<time>/bundle, to attach to
+a ticket), then the ordinary bundle investigation of it — so the live verdict and the verdict
+on the collected bundle are one and the same."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from goodput_agent.collect.base import Manifest
+from goodput_agent.report import Report
+
+SLURM_TIMEOUT_HELP = "Seconds to wait for each Slurm command."
+
+
+def _slurm_cli(timeout_s: float):  # noqa: ANN202 - a SlurmCLI
+    from goodput_agent.sources.slurm import SlurmCLI
+
+    return SlurmCLI(timeout_s=timeout_s)
+
+
+def render_manifest(m: Manifest, root: Path, console: Console) -> None:
+    t = Table(title=f"Collected into {root}")
+    for col in ("file", "what", "bytes", "from"):
+        t.add_column(col)
+    for f in m.files:
+        t.add_row(f.path, f.what + (" (redacted)" if f.redacted else "")
+                  + (f" (cut: {f.truncated})" if f.truncated else ""), str(f.bytes),
+                  f.command or f.query or f.origin or "")
+    console.print(t)
+    for e in m.errors:
+        console.print(f"[yellow]missing:[/] {e.what} — {e.source} {e.kind.replace('_', ' ')}: "
+                      f"{e.error}", highlight=False, markup=True)
+
+
+@click.command("collect")
+@click.option("--slurm-job", "slurm_job", required=True, metavar="ID",
+              help="The Slurm job to collect (sacct, scontrol, its output files, kernel logs).")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="New (or empty) folder to write the bundle into.")
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True, help=SLURM_TIMEOUT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def collect_cmd(slurm_job: str, out_dir: Path, timeout_s: float, as_json: bool) -> None:
+    """Write an incident bundle from live sources, with a manifest.json of what was collected
+    from where (commands, time window) and what could not be."""
+    from goodput_agent.collect.slurm import collect_slurm_job
+
+    manifest = collect_slurm_job(slurm_job, out_dir, _slurm_cli(timeout_s))
+    if as_json:
+        click.echo(manifest.model_dump_json(by_alias=True, indent=2))
+    else:
+        render_manifest(manifest, out_dir, Console())
+
+
+def live_bundle_dir(ledger_path: Path, job_id: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return ledger_path.parent / "reports" / f"slurm-job-{job_id}-{stamp}" / "bundle"
+
+
+def investigate_slurm_job(job_id: str, ledger_path: Path | None, kind: str | None,
+                          pictures_dir: Path | None, timeout_s: float,
+                          claude: object = None) -> Report:
+    """Collect the job into a bundle beside the ledger, then investigate that bundle."""
+    from goodput_agent.collect.slurm import collect_slurm_job
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import default_ledger_path, open_ledger
+
+    bundle = live_bundle_dir(ledger_path or default_ledger_path(), job_id)
+    collect_slurm_job(job_id, bundle, _slurm_cli(timeout_s))
+    click.echo(f"goodput: bundle collected into {bundle}", err=True)
+    with open_ledger(ledger_path) as ledger:
+        return investigate_bundle(bundle, ledger, kind, pictures_dir=pictures_dir,
+                                  claude=claude)

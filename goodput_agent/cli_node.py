@@ -1,0 +1,116 @@
+"""`goodput node-health`: this host's GPUs as NVML reads them, and the Xids in its kernel log.
+
+Run it on a GPU node (`--json` is what a fixture capture or a script reads). Without an NVIDIA
+driver it prints one line, "nvml: no NVIDIA driver on this host (...)", and exits 2. A kernel
+log that cannot be read (no journal, dmesg restricted) is noted, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from goodput_agent.metrics.source import TimeWindow
+from goodput_agent.parsing.kernel_log import _match_xid, norm_pci
+from goodput_agent.sources.errors import SourceError
+from goodput_agent.sources.nvml import NodeHealth, read_node
+
+MAX_KERNEL_XIDS = 200
+
+
+def kernel_xids(text: str, health: NodeHealth) -> list[dict[str, Any]]:
+    """Xid lines of a kernel log (the project's kernel-log parser decides what is one), with
+    the GPU index where the line's PCI address is one of this host's GPUs."""
+    by_pci = {norm_pci(g.pci_bus_id): g.index for g in health.gpus if g.pci_bus_id}
+    out = []
+    for line in text.splitlines():
+        if "Xid" not in line or (finding := _match_xid(line)) is None:
+            continue
+        pci = finding.detail.get("pci")
+        out.append({"xid": finding.detail.get("xid"), "pci": pci,
+                    "gpu_index": by_pci.get(pci), "summary": finding.summary,
+                    "line": line.strip()[:400]})
+    return out[-MAX_KERNEL_XIDS:]
+
+
+def add_kernel_xids(health: NodeHealth, window: TimeWindow) -> None:
+    from goodput_agent.sources.kernel_log import KernelLog
+
+    try:
+        log = KernelLog().read(window)
+    except SourceError as exc:
+        health.kernel_log_error = str(exc)
+        return
+    health.kernel_xids = kernel_xids(log.text, health)
+
+
+def _fmt(value: Any, field: str, gpu: Any) -> str:
+    if value is not None:
+        return str(value)
+    if field in gpu.not_supported:
+        return "n/a"
+    return "error" if field in gpu.errors else "-"
+
+
+def render(health: NodeHealth, console: Console) -> None:
+    console.print(f"[bold]{health.host}[/]  driver {health.driver_version or '?'}  "
+                  f"NVML {health.nvml_version or '?'}  {len(health.gpus)} GPUs")
+    table = Table(show_lines=False)
+    for col in ("GPU", "name", "bus id", "temp C", "power W", "SM MHz", "throttle",
+                "ECC vol unc/agg unc", "remapped rows", "NVLink up"):
+        table.add_column(col)
+    for g in health.gpus:
+        ecc = "n/a" if "ecc_volatile" in g.not_supported else (
+            f"{(g.ecc_volatile or {}).get('uncorrected', '-')}/"
+            f"{(g.ecc_aggregate or {}).get('uncorrected', '-')}")
+        rows = _fmt(g.remapped_rows and f"{g.remapped_rows['uncorrectable']} unc"
+                    + (" PENDING" if g.remapped_rows["pending"] else "")
+                    + (" FAILED" if g.remapped_rows["failure"] else ""), "remapped_rows", g)
+        links = _fmt(g.nvlinks and f"{sum(1 for x in g.nvlinks if x['active'])}/"
+                     f"{len(g.nvlinks)}", "nvlinks", g)
+        table.add_row(str(g.index), _fmt(g.name, "name", g), _fmt(g.pci_bus_id, "pci_bus_id", g),
+                      _fmt(g.temperature_c, "temperature_c", g),
+                      _fmt(g.power_w and round(g.power_w), "power_w", g),
+                      _fmt(g.sm_clock_mhz, "sm_clock_mhz", g),
+                      _fmt(g.throttle_reasons is not None and (", ".join(g.throttle_reasons)
+                                                               or "none") or None,
+                           "throttle_reasons", g), ecc, rows, links)
+    console.print(table)
+    for g in health.gpus:
+        for p in g.problems:
+            console.print(f"[red]GPU {g.index}[/] {p}")
+        for field, err in g.errors.items():
+            console.print(f"[yellow]GPU {g.index}[/] {field}: NVML error {err}")
+    listened = f"listened {health.xid_listen_ms} ms for Xid events: {len(health.xid_events)}"
+    console.print(listened + (f" ({health.xid_listen_error})" if health.xid_listen_error
+                              else ""))
+    if health.kernel_log_error:
+        console.print(f"kernel log not read: {health.kernel_log_error}")
+    for x in health.kernel_xids:
+        console.print(f"kernel: {x['line']}", markup=False, highlight=False)
+
+
+@click.command("node-health")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (NodeHealth).")
+@click.option("--xid-wait", "xid_wait_s", type=click.FloatRange(0, 60), default=0.2,
+              show_default=True, help="Seconds to listen for Xid events.")
+@click.option("--since", "since_text", default="24h", show_default=True, metavar="DURATION",
+              help="Kernel log window searched for Xid lines (6h, or START/END).")
+@click.option("--no-kernel-log", is_flag=True, help="Do not read the kernel log.")
+def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log: bool) -> None:
+    """This host's GPUs (NVML): temperature, power, clocks and throttle reasons, ECC, retired
+    pages / remapped rows, NVLink, Xid events; and Xid lines from the kernel log."""
+    from goodput_agent.timespec import looking_back
+
+    window = looking_back(since_text)
+    health = read_node(xid_wait_ms=int(xid_wait_s * 1000))
+    if not no_kernel_log:
+        add_kernel_xids(health, window)
+    if as_json:
+        click.echo(json.dumps(health.model_dump(mode="json"), indent=2))
+        return
+    render(health, Console())

@@ -1,0 +1,131 @@
+"""`goodput collect --slurm-job ID`: the job's scheduler record, its output files and the kernel
+logs of its nodes (those that are this host) written as a bundle in the contract's layout:
+
+    slurm/scontrol_job.txt  slurm/sacct.txt (or .json)  slurm/scontrol_nodes.txt  slurm/sinfo_R.txt
+    logs/<the job's StdOut/StdErr file names>
+    nodes/<node>/kern.log (journalctl) or nodes/<node>/dmesg.txt
+    incident.yaml (job id, window, the zone Slurm printed its times in)   manifest.json
+
+What cannot be collected (a node that is another machine, an output file this host cannot read,
+a command that failed) is an error in the manifest, and so missing evidence in the report.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from contextlib import suppress
+from datetime import datetime
+from functools import cache
+from pathlib import Path, PurePosixPath
+
+from goodput_agent.collect.base import BundleWriter, Manifest
+from goodput_agent.metrics.source import TimeWindow
+from goodput_agent.sources.errors import SourceError
+from goodput_agent.sources.kernel_log import KernelLog, KernelLogOutput, job_window
+from goodput_agent.sources.slurm import SlurmCLI, SlurmJob, SlurmSource, local_zone_name
+
+_NODE_ADDR = re.compile(r"NodeName=(\S+).*?\bNodeAddr=(\S+)(?:.*?\bNodeHostName=(\S+))?", re.S)
+
+
+@cache
+def _local_names() -> frozenset[str]:
+    names = {"localhost", socket.gethostname(), socket.getfqdn()}
+    names |= {n.split(".")[0] for n in list(names)}
+    with suppress(OSError):
+        names |= set(socket.gethostbyname_ex(socket.gethostname())[2])
+    return frozenset(names)
+
+
+def _is_local(addr: str) -> bool:
+    return addr in _local_names() or addr.startswith("127.") or addr == "::1"
+
+
+def node_addresses(job: SlurmJob) -> dict[str, list[str]]:
+    """Each node's address and host name, from `scontrol show node` (text or JSON)."""
+    found: dict[str, list[str]] = {}
+    for out in job.outputs:
+        if out.name == "scontrol_nodes.txt":
+            for record in re.split(r"\n(?=NodeName=)", out.text):
+                if m := _NODE_ADDR.search(record):
+                    found[m.group(1)] = [x for x in m.groups()[1:] if x]
+        elif out.name == "nodes.json":
+            for m in re.finditer(r'"name"\s*:\s*"([^"]+)"[^{}]*?"address"\s*:\s*"([^"]+)"',
+                                 out.text):
+                found.setdefault(m.group(1), []).append(m.group(2))
+    return found
+
+
+def local_nodes(job: SlurmJob) -> list[str]:
+    """The job's nodes whose kernel log is this host's (the node is this machine)."""
+    addrs = node_addresses(job)
+    return [n for n in job.nodes if _is_local(n) or any(_is_local(a) for a in addrs.get(n, []))]
+
+
+def _when(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def collect_slurm_job(job_id: str, out_dir: Path, cli: SlurmCLI | None = None,
+                      kernel: KernelLog | None = None) -> Manifest:
+    """Collect one job into `out_dir` (new or empty). Raises the typed source error when
+    nothing at all can be read about the job (unknown job, no Slurm, controller and
+    accounting both unreachable); anything less is a partial bundle."""
+    source = SlurmSource(cli)
+    job = source.job(job_id)
+    window = job_window(_when(job.start), _when(job.end))
+    with BundleWriter(out_dir, {"slurm_job": job.job_id}, window) as w:
+        for out in job.outputs:
+            w.write_text(f"slurm/{out.name}", out.text, source="slurm", what=out.what,
+                         command=out.argv)
+        for p in job.problems:
+            w.error("slurm", p.what, p.kind, p.error, p.command)
+        _job_logs(w, job)
+        _kernel_logs(w, job, window, kernel or KernelLog(env=source.cli.env))
+        w.write_incident({"question": f"why did job {job.job_id} fail?", "job": job.job_id,
+                          "window": {"start": window.start.isoformat(),
+                                     "end": window.end.isoformat()},
+                          "timezone": local_zone_name(source.cli.env)})
+    return w.manifest
+
+
+def _job_logs(w: BundleWriter, job: SlurmJob) -> None:
+    seen: set[str] = set()
+    for label, path in (("stdout", job.std_out), ("stderr", job.std_err)):
+        what = f"{label} of job {job.job_id}"
+        if not path or path == "/dev/null":
+            w.error("slurm", what, "not_found", "the job wrote none (no StdOut/StdErr path)")
+            continue
+        if path in seen:
+            continue
+        seen.add(path)
+        name = PurePosixPath(path).name or f"job-{job.job_id}.{label}"
+        w.copy_file(f"logs/{name}", Path(path), source="slurm", what=f"{what} ({path})",
+                    origin=socket.gethostname())
+
+
+def _kernel_logs(w: BundleWriter, job: SlurmJob, window: TimeWindow, kernel: KernelLog) -> None:
+    here = set(local_nodes(job))
+    log: KernelLogOutput | SourceError | None = None
+    for node in job.nodes:
+        what = f"kernel log of {node}"
+        if node not in here:
+            w.error("kernel_log", what, "unreachable",
+                    f"{node} is another machine: run `goodput collect` there, or copy "
+                    f"`journalctl -k -o short-iso` of {node} into nodes/{node}/")
+            continue
+        if log is None:
+            try:
+                log = kernel.read(window)
+            except SourceError as exc:
+                log = exc
+        if isinstance(log, SourceError):
+            w.source_error(what, log)
+            continue
+        if not log.text.strip():
+            w.error("kernel_log", what, "empty",
+                    f"no kernel lines in {window.start:%Y-%m-%dT%H:%M:%SZ} .. "
+                    f"{window.end:%Y-%m-%dT%H:%M:%SZ}", log.command)
+            continue
+        w.write_text(f"nodes/{node}/{log.name}", log.text, source="kernel_log", what=what,
+                     command=log.argv, origin=socket.gethostname())

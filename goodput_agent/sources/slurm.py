@@ -1,0 +1,404 @@
+"""Live Slurm source: the CLI as installed (sacct, scontrol, sinfo), run with a timeout and an
+environment carrying SLURM_CONF, failures turned into typed errors (sources/errors.py).
+
+What is read about a job is the command output itself (`SlurmOutput`): the collector writes it
+into a bundle as it is, and the job's facts (`SlurmJob`) are read from that same text by the
+bundle's parsers (parsing/slurm.py), so the live and the bundle view cannot disagree.
+
+Versions: `sacct --json` exists since 21.08, but 22.05 reports every exit code as 0 there, and
+`scontrol --json` / `sinfo --json` shapes changed up to 23.02; so JSON is asked for on 23.02 and
+later only, and the text forms (`sacct -P`, `scontrol show job|node`, `sinfo -R`) otherwise.
+Without slurmdbd ("accounting storage is disabled") sacct falls back to `sacct -c`, the
+jobcomp/filetxt record (no job steps there).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from goodput_agent.parsing.base import ParseContext, Parser, ParseResult
+from goodput_agent.parsing.nodelist import expand_nodelist
+from goodput_agent.parsing.slurm import (
+    SACCT_JSON,
+    SACCT_PIPE,
+    SCONTROL_JOB,
+    SCONTROL_NODE,
+    SINFO_REASONS,
+    SLURM_NODES_JSON,
+)
+from goodput_agent.parsing.timefmt import ClockPolicy
+from goodput_agent.sources.errors import (
+    Forbidden,
+    NotFound,
+    NotInstalled,
+    SourceError,
+    TimedOut,
+    Unreachable,
+)
+
+SOURCE = "slurm"
+DEFAULT_TIMEOUT_S = 30.0
+JSON_SINCE = (23, 2)
+SACCT_FIELDS = ("JobID,JobName,State,ExitCode,DerivedExitCode,NodeList,Start,End,Elapsed,"
+                "Timelimit,Reason,Partition,User,AllocTRES")
+# sacct -c (jobcomp) knows fewer fields
+SACCT_JOBCOMP_FIELDS = "JobID,JobName,State,ExitCode,DerivedExitCode,NodeList,Start,End,Elapsed"
+
+_UNREACHABLE = re.compile(r"unable to contact slurm controller|connection refused|"
+                          r"socket timed out|zero bytes were transmitted|unable to connect|"
+                          r"slurmdbd.*(?:not|unable|refused|connect)|"
+                          r"communication connection failure|cannot contact", re.I)
+_NOT_FOUND = re.compile(r"invalid job id|invalid node name|job .*does not exist|"
+                        r"node .*not found|unknown job", re.I)
+_FORBIDDEN = re.compile(r"access denied|permission denied|not authorized|"
+                        r"invalid user|protocol authentication error|"
+                        r"invalid credential|munge.*(?:fail|error|invalid)", re.I)
+_NO_ACCOUNTING = re.compile(r"accounting storage is disabled", re.I)
+_JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
+
+
+class SlurmOutput(BaseModel):
+    """One command's output, as the bundle holds it."""
+
+    name: str  # file name in the bundle's slurm/ folder
+    what: str  # in words, for the manifest
+    argv: list[str]
+    text: str
+    seconds: float = 0.0
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+class SourceProblem(BaseModel):
+    """A read that failed: the missing evidence, and the typed error."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    what: str
+    kind: str
+    error: str
+    command: str | None = None
+    exc: SourceError | None = Field(default=None, exclude=True, repr=False)
+
+    @classmethod
+    def of(cls, what: str, exc: SourceError) -> SourceProblem:
+        return cls(what=what, kind=exc.kind, error=exc.message, command=exc.command, exc=exc)
+
+
+class SlurmStep(BaseModel):
+    step_id: str
+    name: str | None = None
+    state: str
+    exit_code: int | None = None
+    signal: int | None = None
+    nodes: list[str] = Field(default_factory=list)
+
+
+class SlurmNode(BaseModel):
+    name: str
+    state: str
+    reason: str | None = None
+    reason_time: str | None = None
+
+
+class SlurmJob(BaseModel):
+    """What the scheduler says about one job, read from the outputs below."""
+
+    job_id: str
+    name: str | None = None
+    state: str
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    nodes: list[str] = Field(default_factory=list)
+    start: str | None = None  # ISO 8601 UTC
+    end: str | None = None
+    time_limit_s: float | None = None
+    std_out: str | None = None  # the paths as the job wrote them (expanded)
+    std_err: str | None = None
+    batch_host: str | None = None
+    steps: list[SlurmStep] = Field(default_factory=list)
+    node_states: list[SlurmNode] = Field(default_factory=list)
+    outputs: list[SlurmOutput] = Field(default_factory=list)
+    problems: list[SourceProblem] = Field(default_factory=list)  # what could not be read
+
+
+def local_zone_name(env: dict[str, str] | None = None) -> str:
+    """The zone Slurm's commands print their times in: TZ, else the machine's zone."""
+    tz = (env or os.environ).get("TZ", "").lstrip(":")
+    if tz and "/" in tz or tz.upper() == "UTC":
+        return tz
+    try:
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    try:
+        return Path("/etc/timezone").read_text().strip() or "UTC"
+    except OSError:
+        return "UTC"
+
+
+def _check_job_id(job_id: str) -> str:
+    job_id = str(job_id).strip()
+    if not _JOB_ID.match(job_id):
+        raise NotFound(SOURCE, f"{job_id!r} is not a Slurm job id (digits, or 123_4 for an "
+                       "array task)")
+    return job_id
+
+
+def expand_output_path(pattern: str | None, job: SlurmJob, user: str | None = None,
+                       workdir: str | None = None) -> str | None:
+    """A StdOut/StdErr pattern (%j %x %u %N %A %a %%) as the file name Slurm wrote."""
+    if not pattern:
+        return None
+    base, _, task = job.job_id.partition("_")
+    values = {"j": job.job_id.split("_")[0], "J": job.job_id, "x": job.name or "",
+              "u": user or "", "N": job.batch_host or (job.nodes[0] if job.nodes else ""),
+              "A": base, "a": task, "%": "%"}
+    out = re.sub(r"%(\d*)([jJxuNAa%])", lambda m: values[m.group(2)].zfill(int(m.group(1) or 0)),
+                 pattern)
+    if workdir and not out.startswith("/"):
+        out = str(Path(workdir) / out)
+    return out
+
+
+class SlurmCLI:
+    """Runs Slurm's commands. `env` is the environment (SLURM_CONF, PATH); errors are typed."""
+
+    def __init__(self, env: dict[str, str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 slurm_conf: str | None = None):
+        self.env = dict(os.environ if env is None else env)
+        if slurm_conf:
+            self.env["SLURM_CONF"] = slurm_conf
+        self.timeout_s = timeout_s
+
+    def run(self, argv: list[str]) -> Any:
+        """The approval runner's protocol (.run(argv) -> CommandResult), for mutating tools."""
+        from goodput_agent.approval.runner import CommandResult
+
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                               timeout=self.timeout_s, check=False)
+        except FileNotFoundError:
+            raise NotInstalled(SOURCE, f"{argv[0]}: not installed here", shlex.join(argv)) \
+                from None
+        except subprocess.TimeoutExpired:
+            return CommandResult(argv=argv, rc=124, stderr=f"timed out after {self.timeout_s} s")
+        return CommandResult(argv=argv, rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
+
+    def call(self, argv: list[str]) -> tuple[str, float]:
+        """stdout of a read-only command, and how long it took; a failure as a typed error."""
+        command = shlex.join(argv)
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                               timeout=self.timeout_s, check=False)
+        except FileNotFoundError:
+            raise NotInstalled(SOURCE, f"{argv[0]}: not installed here (is this a Slurm login "
+                               "node? PATH?)", command) from None
+        except PermissionError:
+            raise Forbidden(SOURCE, f"{argv[0]}: permission denied", command) from None
+        except subprocess.TimeoutExpired:
+            raise TimedOut(SOURCE, f"`{command}` did not answer in {self.timeout_s:g} s",
+                           command) from None
+        seconds = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise classify_failure(argv, p.returncode, p.stderr or p.stdout)
+        return p.stdout, seconds
+
+    @cached_property
+    def version(self) -> tuple[int, int]:
+        """(major, minor) of the installed Slurm, e.g. (22, 5); (0, 0) when unknown."""
+        try:
+            text, _ = self.call(["sinfo", "--version"])
+        except SourceError as exc:
+            if isinstance(exc, NotInstalled):
+                raise
+            return (0, 0)
+        m = re.search(r"(\d+)\.(\d+)", text)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+    @property
+    def json_ok(self) -> bool:
+        return self.version >= JSON_SINCE
+
+    def output(self, name: str, what: str, argv: list[str]) -> SlurmOutput:
+        text, seconds = self.call(argv)
+        return SlurmOutput(name=name, what=what, argv=argv, text=text, seconds=seconds)
+
+    def sacct(self, job_id: str) -> SlurmOutput:
+        """The job and its steps from accounting (JSON on new versions, else `sacct -P`);
+        `sacct -c` (jobcomp) where there is no accounting storage."""
+        job_id = _check_job_id(job_id)
+        what = f"sacct of job {job_id}"
+        if self.json_ok:
+            try:
+                return self.output("sacct.json", what, ["sacct", "-j", job_id, "--json"])
+            except SourceError as exc:
+                if not _NO_ACCOUNTING.search(exc.message):
+                    raise
+        else:
+            try:
+                return self.output("sacct.txt", what, ["sacct", "-j", job_id, "-P",
+                                                       f"--format={SACCT_FIELDS}"])
+            except SourceError as exc:
+                if not _NO_ACCOUNTING.search(exc.message):
+                    raise
+        return self.output("sacct.txt", what + " (jobcomp record: no accounting storage)",
+                           ["sacct", "-c", "-j", job_id, "-P",
+                            f"--format={SACCT_JOBCOMP_FIELDS}"])
+
+    def show_job(self, job_id: str) -> SlurmOutput:
+        job_id = _check_job_id(job_id)
+        return self.output("scontrol_job.txt", f"scontrol show job {job_id}",
+                           ["scontrol", "show", "job", job_id])
+
+    def show_nodes(self, nodes: list[str]) -> SlurmOutput:
+        if self.json_ok:
+            return self.output("nodes.json", "node states and reasons",
+                               ["scontrol", "show", "node", ",".join(nodes), "--json"])
+        return self.output("scontrol_nodes.txt", "node states and reasons",
+                           ["scontrol", "show", "node", ",".join(nodes)])
+
+    def node_reasons(self) -> SlurmOutput:
+        """Every node that is down, drained or failing, with its reason (`sinfo -R`)."""
+        return self.output("sinfo_R.txt", "nodes with reasons (sinfo -R)",
+                           ["sinfo", "-R", "-o", "%50E %9u %19H %N"])
+
+
+def classify_failure(argv: list[str], rc: int, text: str) -> SourceError:
+    line = " ".join((text or f"exit status {rc}").split())[:300]
+    command = shlex.join(argv)
+    if _NOT_FOUND.search(line):
+        return NotFound(SOURCE, f"{argv[0]}: {line}", command)
+    if _UNREACHABLE.search(line):
+        return Unreachable(SOURCE, f"{argv[0]}: {line}", command)
+    if _FORBIDDEN.search(line):
+        return Forbidden(SOURCE, f"{argv[0]}: {line}", command)
+    return SourceError(SOURCE, f"`{command}` failed (exit {rc}): {line}", command)
+
+
+# --- reading the outputs with the bundle's own parsers ---------------------------------------
+
+_PARSERS: dict[str, Parser] = {"sacct.txt": SACCT_PIPE, "sacct.json": SACCT_JSON,
+                               "scontrol_job.txt": SCONTROL_JOB,
+                               "scontrol_nodes.txt": SCONTROL_NODE,
+                               "nodes.json": SLURM_NODES_JSON, "sinfo_R.txt": SINFO_REASONS}
+
+
+def parse_output(out: SlurmOutput, clock: ClockPolicy) -> ParseResult | None:
+    parser = _PARSERS.get(out.name)
+    if parser is None or not out.text.strip():
+        return None
+    with tempfile.TemporaryDirectory(prefix="goodput-slurm-") as d:
+        path = Path(d) / out.name
+        path.write_text(out.text, encoding="utf-8")
+        return parser.parse(path, ParseContext(rel_path=f"slurm/{out.name}", clock=clock))
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def job_from_outputs(job_id: str, outputs: list[SlurmOutput], clock: ClockPolicy) -> SlurmJob:
+    """The job's facts from the outputs, the fuller source winning field by field: scontrol
+    (paths, batch host) and sacct (steps, exit codes after the job left the controller)."""
+    base = job_id.split(".")[0]
+    merged: dict[str, Any] = {}
+    steps: dict[str, SlurmStep] = {}
+    nodes: dict[str, SlurmNode] = {}
+    for out in outputs:
+        result = parse_output(out, clock)
+        if result is None:
+            continue
+        for j in result.facts.get("jobs", []):
+            if str(j.get("job_id", "")).split(".")[0].rstrip("+") != base:
+                continue
+            for k, v in j.items():
+                if v not in (None, "", []) and merged.get(k) in (None, "", []):
+                    merged[k] = v
+        for s in result.facts.get("steps", []):
+            sid = str(s.get("job_id") or "")
+            if sid.split(".")[0] == base and sid not in steps:
+                steps[sid] = SlurmStep(step_id=sid, name=s.get("name"),
+                                       state=s.get("state") or "UNKNOWN",
+                                       exit_code=s.get("exit_code"), signal=s.get("signal"),
+                                       nodes=s.get("nodes") or [])
+        for n in result.facts.get("nodes", []):
+            if n.get("name") and n["name"] not in nodes:
+                nodes[n["name"]] = SlurmNode(name=n["name"], state=n.get("state") or "UNKNOWN",
+                                             reason=n.get("reason"),
+                                             reason_time=n.get("reason_time"))
+    if not merged:
+        raise NotFound(SOURCE, f"job {job_id}: neither scontrol nor sacct knows it")
+    job = SlurmJob(job_id=base, name=merged.get("name"), state=merged.get("state") or "UNKNOWN",
+                   exit_code=merged.get("exit_code"), signal=merged.get("signal"),
+                   reason=merged.get("reason"), nodes=merged.get("nodes") or [],
+                   start=_iso(merged.get("start")), end=_iso(merged.get("end")),
+                   time_limit_s=merged.get("time_limit_s"), batch_host=merged.get("batch_host"),
+                   steps=list(steps.values()), node_states=list(nodes.values()),
+                   outputs=outputs)
+    job.std_out = expand_output_path(merged.get("std_out"), job)
+    job.std_err = expand_output_path(merged.get("std_err"), job)
+    return job
+
+
+class SlurmSource:
+    """Reads one job: scontrol (while the controller still holds it), sacct, the job's nodes
+    and every node reason. A command that fails is a problem noted (with its typed error), not
+    the end, unless nothing at all could be read about the job."""
+
+    def __init__(self, cli: SlurmCLI | None = None):
+        self.cli = cli or SlurmCLI()
+
+    @property
+    def clock(self) -> ClockPolicy:
+        return ClockPolicy(tz_name=local_zone_name(self.cli.env))
+
+    def job(self, job_id: str) -> SlurmJob:
+        job_id = _check_job_id(job_id)
+        outputs: list[SlurmOutput] = []
+        problems: list[SourceProblem] = []
+        for what, read in ((f"scontrol show job {job_id}", self.cli.show_job),
+                           (f"sacct of job {job_id}", self.cli.sacct)):
+            try:
+                outputs.append(read(job_id))
+            except NotInstalled:
+                raise
+            except SourceError as exc:  # the other may still know it
+                problems.append(SourceProblem.of(what, exc))
+        try:
+            job = job_from_outputs(job_id, outputs, self.clock)
+        except NotFound as exc:
+            # nothing known: the most telling error (an unreachable controller over 'unknown')
+            worst = next((p.exc for p in problems if not isinstance(p.exc, NotFound)), None)
+            raise worst or exc from None
+        for what, read in (("states of the job's nodes", lambda: self.cli.show_nodes(
+                                expand_nodelist(",".join(job.nodes))) if job.nodes else None),
+                           ("node reasons (sinfo -R)", self.cli.node_reasons)):
+            try:
+                out = read()
+            except SourceError as exc:
+                problems.append(SourceProblem.of(what, exc))
+                continue
+            if out is not None:
+                outputs.append(out)
+        full = job_from_outputs(job_id, outputs, self.clock)
+        full.problems = [p for p in problems if not (isinstance(p.exc, NotFound)
+                                                     and p.what.startswith("scontrol"))]
+        return full
