@@ -21,8 +21,8 @@ from goodput_agent.cli_actions import (
     reject_cmd,
     verify_cmd,
 )
-from goodput_agent.cli_live import collect_cmd
 from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli_live import collect_cmd
 from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput

@@ -44,6 +44,8 @@ from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg
 from goodput_agent.web import security
+from goodput_agent.web.chat import ask as chat_ask
+from goodput_agent.web.chat import chat_settings, conversation
 from goodput_agent.web.excerpt import draw_trace_step, source_view, trace_step
 from goodput_agent.web.reader import LedgerBusy, read_ledger
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE, Signer
@@ -135,6 +137,7 @@ def create_app(config: ServeConfig) -> Starlette:
     templates.env.filters["when"] = _when
     templates.env.globals["version"] = __version__
     lock = threading.RLock()  # one ledger connection at a time in this process
+    chatting = threading.Event()  # a chat holds the ledger for writing: pages read snapshots
     cache = Path(tempfile.mkdtemp(prefix="goodput-web-pictures-"))
 
     def pictures_of(rep: Any, inv_id: str) -> list[Path]:
@@ -152,6 +155,9 @@ def create_app(config: ServeConfig) -> Starlette:
     def reading(request: Request, fn: Any) -> Response:
         """Run `fn(ledger, info)` on a read-only ledger; busy and bad input become pages."""
         try:
+            if chatting.is_set():
+                with read_ledger(config.ledger, snapshot=True) as (ledger, info):
+                    return fn(ledger, info)
             with lock, read_ledger(config.ledger) as (ledger, info):
                 return fn(ledger, info)
         except LedgerBusy as exc:
@@ -174,9 +180,12 @@ def create_app(config: ServeConfig) -> Starlette:
                 return problem(request, 404, f"no investigation {inv_id} in {config.ledger}")
             rep = view["report"]
             has_timeline = bool(rep is not None and rep.kind == "failure" and rep.timeline)
+            _, no_chat = chat_settings()
             return page(request, "investigation.html",
                         {**view, "info": info, "has_timeline": has_timeline,
-                         "pictures": list(enumerate(pictures_of(rep, inv_id)))})
+                         "pictures": list(enumerate(pictures_of(rep, inv_id))),
+                         "chat": conversation(led, inv_id), "no_chat": no_chat,
+                         "chat_stopped": request.query_params.get("stopped")})
         return reading(request, show)
 
     def evidence(request: Request) -> Response:
@@ -334,12 +343,38 @@ def create_app(config: ServeConfig) -> Starlette:
             return RedirectResponse(f"/actions/{aid}?done=rejected", status_code=303)
         return await run_in_threadpool(writing, request, act)
 
+    async def chat(request: Request) -> Response:
+        inv_id = request.path_params["inv_id"]
+        form = await request.form()
+        data = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+        if not config.signer.csrf_ok(request.cookies.get(SESSION_COOKIE), data.get("csrf")):
+            return PlainTextResponse("refused: missing or invalid CSRF token (reload the page)",
+                                     status_code=403)
+        settings, why_not = chat_settings()
+        if settings is None:
+            return problem(request, 409, f"chat is not configured: {why_not}")
+
+        def talk() -> Response:
+            chatting.set()
+            try:
+                with lock:
+                    spent = chat_ask(config.ledger, inv_id, data.get("question", ""),
+                                     settings, cwd=config.cwd)
+            except BadInput as exc:
+                return problem(request, 400, str(exc))
+            finally:
+                chatting.clear()
+            suffix = f"?stopped={spent}" if spent else ""
+            return RedirectResponse(f"/inv/{inv_id}{suffix}#chat", status_code=303)
+        return await run_in_threadpool(talk)
+
     routes = [
         Route("/", index),
         Route("/inv/{inv_id}", investigation),
         Route("/inv/{inv_id}/evidence/{ev_id:int}", evidence),
         Route("/inv/{inv_id}/evidence/{ev_id:int}/step.svg", step_svg),
         Route("/inv/{inv_id}/failure-timeline.svg", failure_svg),
+        Route("/inv/{inv_id}/chat", chat, methods=["POST"]),
         Route("/inv/{inv_id}/pictures/{n:int}", picture),
         Route("/actions/{action_id:int}", action),
         Route("/actions/{action_id:int}/approve", approve, methods=["POST"]),

@@ -88,14 +88,17 @@ def _snapshot(path: Path, folder: Path) -> duckdb.DuckDBPyConnection:
 
 
 @contextmanager
-def read_ledger(path: Path) -> Iterator[tuple[Ledger, ReadInfo]]:
-    """A read-only Ledger for one request, and whether it is a snapshot."""
+def read_ledger(path: Path, snapshot: bool = False) -> Iterator[tuple[Ledger, ReadInfo]]:
+    """A read-only Ledger for one request, and whether it is a snapshot (always one with
+    `snapshot`: this process itself holds the file for writing)."""
     if not path.is_file():
         raise BadInput(f"{path}: no ledger here (run `goodput investigate` first, or --ledger)")
     info = ReadInfo()
     started = time.perf_counter()
     folder: Path | None = None
     try:
+        if snapshot:
+            raise duckdb.IOException("held for writing by this process (lock)")
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         if not _locked(exc):
