@@ -23,6 +23,7 @@ from goodput_agent.cli_actions import (
 )
 from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
 from goodput_agent.cli_live import collect_cmd
+from goodput_agent.cli_node import node_health
 from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
@@ -349,6 +350,7 @@ cli.add_command(collect_cmd)
 cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
+cli.add_command(node_health)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group):
     cli.add_command(_cmd)
 
