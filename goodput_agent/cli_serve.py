@@ -24,7 +24,7 @@ def _ledger(path: Path | None) -> Path:
 @ledger_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but loopback needs an access token.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
               help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one).")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
