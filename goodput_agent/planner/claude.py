@@ -122,10 +122,12 @@ class Agent:
 
     def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
         self._compact()
+        left = self.settings.budgets.max_output_tokens - self.output_tokens
         turn = self.client.create(
             system=[{"type": "text", "text": self.system,
                      "cache_control": {"type": "ephemeral"}}],
-            tools=self.tools, messages=self.messages, on_text=on_text)
+            tools=self.tools, messages=self.messages, on_text=on_text,
+            max_tokens=max(1, min(self.settings.max_tokens_per_turn, left)))
         self.turns += 1
         self.last_input = turn.input_tokens + turn.cache_creation_tokens + turn.cache_read_tokens
         self.input_tokens += self.last_input
@@ -147,6 +149,10 @@ class Agent:
             [self.inv_id]).fetchone()[0]) + 1
 
     def run_tool(self, name: str, args: Any) -> ToolOutcome:
+        limit = self.settings.budgets.max_tool_calls
+        if self.tool_calls >= limit and name != "finish_investigation":
+            return ToolOutcome(f"refused: the max_tool_calls budget ({limit}) is spent; "
+                               "not run", True)
         self.tool_calls += 1
         if name in PLANNER_TOOLS and (name != "finish_investigation" or
                                       any(t["name"] == name for t in self.tools)):

@@ -33,11 +33,18 @@ class Turn:
     duration_ms: float
 
 
+# error types the API sends inside a stream that has already answered 200
+RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
 def retryable(exc: BaseException) -> bool:
     if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
         return True
     if isinstance(exc, anthropic.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        return (exc.status_code in (408, 409, 429) or exc.status_code >= 500
+                or error.get("type") in RETRYABLE_TYPES)
     return False
 
 

@@ -24,6 +24,7 @@ class FixtureReply:
     stop_reason: str | None = None  # default: tool_use when a tool is used, else end_turn
     input_tokens: int | None = None  # default: the request's JSON size / 4
     output_tokens: int = 20
+    fail_midstream: bool = False  # streamed: an overloaded_error event after message_start
 
 
 @dataclass
@@ -120,7 +121,7 @@ class ScriptedMessagesAPI:
                     return
                 msg = _message(turn, body, n)
                 if body.get("stream"):
-                    self._sse(msg, n)
+                    self._sse(msg, n, turn.fail_midstream)
                 else:
                     self._json(200, msg, {"request-id": f"req_fixture_{n:04d}"})
 
@@ -134,17 +135,22 @@ class ScriptedMessagesAPI:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _sse(self, msg: dict[str, Any], n: int) -> None:
+            def _sse(self, msg: dict[str, Any], n: int, fail: bool = False) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
                 self.send_header("request-id", f"req_fixture_{n:04d}")
                 self.send_header("connection", "close")
                 self.end_headers()
-                for event in _stream_events(msg):
+                for i, event in enumerate(_stream_events(msg)):
+                    if fail and i == 2:
+                        event = {"type": "error", "error": {"type": "overloaded_error",
+                                                           "message": "Overloaded"}}
                     self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
                                      .encode())
                     self.wfile.flush()
+                    if fail and i == 2:
+                        break
                 self.close_connection = True
 
         return Handler
