@@ -22,6 +22,7 @@ from goodput_agent.cli_actions import (
     verify_cmd,
 )
 from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli_k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli_live import collect_cmd
 from goodput_agent.cli_node import node_health
 from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
@@ -165,6 +166,7 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @_with(claude_options)
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")
+@k8s_options
 @json_option
 @ledger_option
 def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
@@ -173,12 +175,18 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
                 ledger_path: Path | None, planner: str, slurm_job: str | None = None,
                 **claude_flags: object) -> None:
     """Investigate an incident bundle (a directory or a .tar.gz of one), or a live Prometheus."""
+    k8s = K8sArgs.pop(claude_flags)
     claude = claude_settings(planner, claude_flags)  # None: the offline planner
+    if k8s.wanted:
+        _show(investigate_k8s(k8s, ledger_path, kind, pictures_dir, timeout_s, claude), as_json)
     if slurm_job:
         from goodput_agent.cli_live import investigate_slurm_job
 
         _show(investigate_slurm_job(slurm_job, ledger_path, kind, pictures_dir, timeout_s,
                                     claude), as_json)
+    if prometheus_url and claude is not None:
+        raise click.UsageError("--planner claude investigates bundles; --prometheus runs the "
+                               "offline planner")
     if prometheus_url:
         if bundle is not None:
             raise click.UsageError("give a bundle or --prometheus, not both")
