@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from goodput_agent.cli_k8s import K8sArgs, collect_k8s_bundle, k8s_options
 from goodput_agent.collect.base import Manifest
 from goodput_agent.report import Report
 
@@ -39,18 +40,24 @@ def render_manifest(m: Manifest, root: Path, console: Console) -> None:
 
 
 @click.command("collect")
-@click.option("--slurm-job", "slurm_job", required=True, metavar="ID",
+@click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="The Slurm job to collect (sacct, scontrol, its output files, kernel logs).")
+@k8s_options
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
               help="New (or empty) folder to write the bundle into.")
 @click.option("--timeout", "timeout_s", default=30.0, show_default=True, help=SLURM_TIMEOUT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
-def collect_cmd(slurm_job: str, out_dir: Path, timeout_s: float, as_json: bool) -> None:
+def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json: bool,
+                **k8s_flags: object) -> None:
     """Write an incident bundle from live sources, with a manifest.json of what was collected
     from where (commands, time window) and what could not be."""
     from goodput_agent.collect.slurm import collect_slurm_job
 
-    manifest = collect_slurm_job(slurm_job, out_dir, _slurm_cli(timeout_s))
+    k8s = K8sArgs.pop(k8s_flags)
+    if bool(slurm_job) == k8s.wanted:
+        raise click.UsageError("give one of --slurm-job, --k8s-job or --k8s-pod")
+    manifest = collect_k8s_bundle(k8s, out_dir, timeout_s) if k8s.wanted else \
+        collect_slurm_job(slurm_job or "", out_dir, _slurm_cli(timeout_s))
     if as_json:
         click.echo(manifest.model_dump_json(by_alias=True, indent=2))
     else:

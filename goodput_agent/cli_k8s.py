@@ -1,0 +1,137 @@
+"""The Kubernetes options of `goodput investigate` and `goodput collect`:
+
+    goodput investigate --k8s-job train/llama-70b      # Job, JobSet, PyTorchJob, Deployment, ...
+    goodput investigate --k8s-pod serving/vllm-0
+    goodput collect --k8s-job train/llama-70b -o incident/
+
+As with --slurm-job, the live investigation collects into a bundle kept beside the ledger
+(reports/k8s-<namespace>-<name>-<time>/bundle) and investigates that bundle, so the live verdict
+and the verdict on the collected bundle are the same. An API server that is unreachable or that
+forbids a read gives a partial report naming the missing evidence; a job that does not exist is
+one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from goodput_agent.collect.base import BundleWriter, Manifest
+from goodput_agent.errors import BadInput
+from goodput_agent.report import Report
+
+K8S_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option("--k8s-job", "k8s_job", default=None, metavar="NS/NAME",
+                 help="A Kubernetes Job, JobSet, PyTorchJob, Deployment or StatefulSet "
+                      "(NS/KIND/NAME to say which): its pods, events, nodes and logs."),
+    click.option("--k8s-pod", "k8s_pod", default=None, metavar="NS/NAME",
+                 help="One Kubernetes pod: its status, events, node and logs."),
+    click.option("--kubeconfig", "kubeconfig", default=None, type=click.Path(path_type=Path),
+                 help="kubeconfig file (default $KUBECONFIG, ~/.kube/config; in a pod the "
+                      "service account)."),
+    click.option("--context", "kube_context", default=None, help="kubeconfig context."),
+    click.option("-n", "--namespace", "kube_namespace", default=None,
+                 help="Namespace when NS/ is not given (default: the context's)."),
+    click.option("--in-cluster", "in_cluster", is_flag=True, default=None,
+                 help="Use the pod's service account (in-cluster config)."),
+    click.option("--log-since", "log_since", default=None, metavar="DURATION",
+                 help="Container logs: only the last DURATION (30m, 6h, 2d)."),
+    click.option("--log-tail", "log_tail", default=20_000, show_default=True, type=int,
+                 help="Container logs: at most this many lines per container."),
+]
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+
+
+def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(K8S_OPTIONS):
+        f = opt(f)
+    return f
+
+
+@dataclass
+class K8sArgs:
+    k8s_job: str | None = None
+    k8s_pod: str | None = None
+    kubeconfig: Path | None = None
+    kube_context: str | None = None
+    kube_namespace: str | None = None
+    in_cluster: bool | None = None
+    log_since: str | None = None
+    log_tail: int = 20_000
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> K8sArgs:
+        """Take this dataclass's options out of a click command's keyword arguments."""
+        return cls(**{k: kwargs.pop(k) for k in list(cls.__dataclass_fields__) if k in kwargs})
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.k8s_job or self.k8s_pod)
+
+    @property
+    def label(self) -> str:
+        return self.k8s_job or self.k8s_pod or ""
+
+
+def _since(text: str | None) -> timedelta | None:
+    if not text:
+        return None
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise BadInput(f"--log-since {text!r}: give a duration like 30m, 6h or 2d")
+    return timedelta(seconds=int(m[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]])
+
+
+def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) -> Manifest:
+    """Collect the job or pod into `out_dir`; a configuration or connection problem becomes
+    missing evidence in the manifest, a target that does not exist is BadInput (exit 2)."""
+    from goodput_agent.collect.k8s import K8sTarget, collect_k8s
+    from goodput_agent.sources.errors import NotFound, SourceError
+    from goodput_agent.sources.k8s import K8sSource
+
+    if bool(args.k8s_job) == bool(args.k8s_pod):
+        raise click.UsageError("give one of --k8s-job or --k8s-pod")
+    if args.log_tail < 0:
+        raise click.UsageError("--log-tail must be 0 (no limit) or more")
+    target = K8sTarget(job=args.k8s_job, pod=args.k8s_pod, since=_since(args.log_since),
+                       tail_lines=args.log_tail or None)
+    kind = "k8s_job" if args.k8s_job else "k8s_pod"
+    with BundleWriter(out_dir, {kind: args.label}) as writer:
+        try:
+            src = K8sSource.connect(kubeconfig=args.kubeconfig, context=args.kube_context,
+                                    namespace=args.kube_namespace, in_cluster=args.in_cluster,
+                                    timeout_s=timeout_s)
+            collect_k8s(writer, src, target)
+        except NotFound:
+            raise
+        except SourceError as exc:  # no usable kubeconfig: nothing could be read
+            writer.source_error(f"everything from Kubernetes about {args.label}", exc)
+            writer.write_incident({"question": f"why did {args.label} fail?"})
+    return writer.manifest
+
+
+def live_bundle_dir(ledger_path: Path, label: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-") or "target"
+    return ledger_path.parent / "reports" / f"k8s-{safe}-{stamp}" / "bundle"
+
+
+def investigate_k8s(args: K8sArgs, ledger_path: Path | None, kind: str | None,
+                    pictures_dir: Path | None, timeout_s: float,
+                    claude: object = None) -> Report:
+    """Collect into a bundle beside the ledger, then investigate that bundle."""
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import default_ledger_path, open_ledger
+
+    bundle = live_bundle_dir(ledger_path or default_ledger_path(), args.label)
+    collect_k8s_bundle(args, bundle, timeout_s)
+    click.echo(f"goodput: bundle collected into {bundle}", err=True)
+    with open_ledger(ledger_path) as ledger:
+        return investigate_bundle(bundle, ledger, kind, pictures_dir=pictures_dir,
+                                  claude=claude)
