@@ -38,6 +38,7 @@ log = structlog.get_logger(__name__)
 PLANNER_NAME = "claude"
 COMPACT_AT = 0.8  # of the context budget
 KEEP_RECENT = 4  # messages never compacted
+COMPACTED = "[compacted to save context]"
 
 
 def prompt_text(name: str) -> str:
@@ -53,11 +54,10 @@ def system_prompt(chat: bool = False) -> tuple[str, str]:
 
 
 class ToolOutcome:
-    """A tool's answer to the model; `note` is what stays of it when history is compacted."""
+    """A tool's answer to the model (and a conclusion, when it accepted one)."""
 
-    def __init__(self, content: str, is_error: bool = False, finish: FinishInput | None = None,
-                 note: str | None = None):
-        self.content, self.is_error, self.finish, self.note = content, is_error, finish, note
+    def __init__(self, content: str, is_error: bool = False, finish: FinishInput | None = None):
+        self.content, self.is_error, self.finish = content, is_error, finish
         self.failed_finish = False
 
 
@@ -73,14 +73,13 @@ class Agent:
         self.tools = tool_definitions(finish=not chat)
         self.messages: list[dict[str, Any]] = []
         self.on_message: Callable[[dict[str, Any]], None] | None = None
-        self.compact_notes: dict[str, str] = {}
+        self.last_input = 0  # the last request's input tokens (kept across chat answers)
         self.reset_budgets()
 
     # --- budgets ---------------------------------------------------------------------
 
     def reset_budgets(self) -> None:
         self.turns = self.tool_calls = self.input_tokens = self.output_tokens = 0
-        self.last_input = 0
         self.started = time.monotonic()
 
     def budget_exhausted(self) -> str | None:
@@ -104,21 +103,26 @@ class Agent:
             self.on_message(msg)
 
     def _compact(self) -> None:
-        """Near the context budget, old tool results shrink to a pointer into the ledger."""
-        if self.last_input < COMPACT_AT * self.settings.context_tokens:
+        """Near the context budget, old tool results shrink to a pointer into the ledger (the
+        summary's first line: its evidence id for read_evidence)."""
+        estimate = max(self.last_input, len(json.dumps(self.messages)) // 4)
+        if estimate < COMPACT_AT * self.settings.context_tokens:
             return
         done = 0
         for msg in self.messages[:-KEEP_RECENT]:
             if msg["role"] != "user" or not isinstance(msg["content"], list):
                 continue
             for block in msg["content"]:
-                if block.get("type") == "tool_result" and block["tool_use_id"] in \
-                        self.compact_notes and not str(block.get("content")).startswith("[comp"):
-                    block["content"] = ("[compacted to save context] "
-                                        + self.compact_notes[block["tool_use_id"]])
-                    done += 1
+                content = block.get("content")
+                if block.get("type") != "tool_result" or not isinstance(content, str) or \
+                        len(content) < 400 or content.startswith(COMPACTED):
+                    continue
+                pointer = next((x for x in content.splitlines() if "read_evidence id=" in x),
+                               "the full result is in the ledger")
+                block["content"] = f"{COMPACTED} {pointer}"
+                done += 1
         if done:
-            log.info("history_compacted", results=done, input_tokens=self.last_input)
+            log.info("history_compacted", results=done, input_tokens=estimate)
 
     def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
         self._compact()
@@ -171,8 +175,7 @@ class Agent:
         if step.error is not None:
             return ToolOutcome(f"error: {step.error}", True)
         body, _ = present(step, self.ledger, self.inv_id, self.settings.result_chars)
-        head = body.split("\n", 1)[0]
-        return ToolOutcome(wrap(name, step.tool_call_id, body), note=head)
+        return ToolOutcome(wrap(name, step.tool_call_id, body))
 
     def _read_evidence(self, a: ReadEvidenceInput) -> ToolOutcome:
         try:
@@ -241,8 +244,6 @@ class Agent:
             if on_tool:
                 on_tool(b["name"], b.get("input"), (time.perf_counter() - t0) * 1000,
                         out.is_error)
-            if out.note:
-                self.compact_notes[b["id"]] = out.note
             block = {"type": "tool_result", "tool_use_id": b["id"], "content": out.content}
             if out.is_error:
                 block["is_error"] = True
