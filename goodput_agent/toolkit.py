@@ -80,6 +80,7 @@ class MutatingTool(Tool[In, Out]):
     goodput_agent.approval.gate executes it, after a valid approval row."""
 
     read_only: ClassVar[bool] = False
+    requires: ClassVar[tuple[str, ...]] = ()  # ToolContext fields it acts through: slurm, kube
 
     @abstractmethod
     def preview(self, ctx: ToolContext, args: In) -> ToolPreview: ...

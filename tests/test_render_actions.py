@@ -14,12 +14,12 @@ from goodput_agent.approval.gate import GateRefused, approve_action, execute_act
 from goodput_agent.approval.policy import parse_policy
 from goodput_agent.cli import cli
 from goodput_agent.ledger import Ledger
-from goodput_agent.toolkit import ToolContext
 from tests.approval.conftest import Recorder, make_investigation, policy_text
 
 
 def test_ledger_show_displays_the_chain(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    Recorder().install(monkeypatch)  # the tools' run: a recording fixture
+    recorder = Recorder()
+    recorder.install(monkeypatch)  # the tools' run: a recording fixture
     policy = parse_policy(policy_text(), "test-policy.yaml")
     path = tmp_path / "l.duckdb"
     with Ledger(path) as lg:
@@ -27,9 +27,9 @@ def test_ledger_show_displays_the_chain(tmp_path: Path, monkeypatch) -> None:  #
             "node": "gpu-node-03", "reason": "goodput: Xid 79"}})
         aid = ids["slurm_drain_node"]
         with contextlib.suppress(GateRefused):  # no approval yet: a refusal row
-            execute_action(lg, aid, ToolContext(), policy)
+            execute_action(lg, aid, recorder.context(), policy)
         approve_action(lg, aid, "alice", policy)
-        execute_action(lg, aid, ToolContext(), policy)
+        execute_action(lg, aid, recorder.context(), policy)
         store.record_event(lg, store.action_row(lg, aid), "verification", actor="goodput verify",
                            reason="recovered", detail={"summary": "job completed elsewhere"})
     r = CliRunner().invoke(cli, ["ledger", "show", inv, "--ledger", str(path)],

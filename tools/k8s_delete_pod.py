@@ -20,6 +20,7 @@ class K8sDeletePod(MutatingTool[DeletePodInput, ActionOutput]):
     name = "k8s_delete_pod"
     input_model = DeletePodInput
     output_model = ActionOutput
+    requires = ("kube",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: DeletePodInput) -> ToolPreview:

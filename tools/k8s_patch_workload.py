@@ -60,6 +60,7 @@ class K8sPatchWorkload(MutatingTool[PatchWorkloadInput, ActionOutput]):
     name = "k8s_patch_workload"
     input_model = PatchWorkloadInput
     output_model = ActionOutput
+    requires = ("kube",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: PatchWorkloadInput) -> ToolPreview:

@@ -28,6 +28,7 @@ class K8sRestartJobPods(MutatingTool[RestartJobPodsInput, ActionOutput]):
     name = "k8s_restart_job_pods"
     input_model = RestartJobPodsInput
     output_model = ActionOutput
+    requires = ("kube",)
     timeout_s = 120.0
 
     def preview(self, ctx: ToolContext, args: RestartJobPodsInput) -> ToolPreview:

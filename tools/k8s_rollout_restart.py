@@ -32,6 +32,7 @@ class K8sRolloutRestart(MutatingTool[RolloutRestartInput, ActionOutput]):
     name = "k8s_rollout_restart"
     input_model = RolloutRestartInput
     output_model = ActionOutput
+    requires = ("kube",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: RolloutRestartInput) -> ToolPreview:

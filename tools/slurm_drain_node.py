@@ -24,6 +24,7 @@ class SlurmDrainNode(MutatingTool[DrainInput, ActionOutput]):
     name = "slurm_drain_node"
     input_model = DrainInput
     output_model = ActionOutput
+    requires = ("slurm",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: DrainInput) -> ToolPreview:

@@ -17,6 +17,7 @@ class SlurmHoldJob(MutatingTool[JobInput, ActionOutput]):
     name = "slurm_hold_job"
     input_model = JobInput
     output_model = ActionOutput
+    requires = ("slurm",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: JobInput) -> ToolPreview:

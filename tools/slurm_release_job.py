@@ -18,6 +18,7 @@ class SlurmReleaseJob(MutatingTool[JobInput, ActionOutput]):
     name = "slurm_release_job"
     input_model = JobInput
     output_model = ActionOutput
+    requires = ("slurm",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: JobInput) -> ToolPreview:

@@ -32,6 +32,7 @@ class SlurmRequeueJob(MutatingTool[RequeueInput, ActionOutput]):
     name = "slurm_requeue_job"
     input_model = RequeueInput
     output_model = ActionOutput
+    requires = ("slurm",)
     timeout_s = 90.0
 
     def preview(self, ctx: ToolContext, args: RequeueInput) -> ToolPreview:

@@ -22,6 +22,7 @@ class SlurmResumeNode(MutatingTool[ResumeInput, ActionOutput]):
     name = "slurm_resume_node"
     input_model = ResumeInput
     output_model = ActionOutput
+    requires = ("slurm",)
     timeout_s = 60.0
 
     def preview(self, ctx: ToolContext, args: ResumeInput) -> ToolPreview:

@@ -200,6 +200,11 @@ def _policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
 def _live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: ToolContext,
                   policy: Policy, now: datetime) -> list[str]:
     """Blast radius and partition scope: need the ledger's history and the cluster."""
+    missing = [need for need in tool.requires if getattr(ctx, need, None) is None]
+    if missing:
+        what = {"slurm": "no Slurm cluster to act on (slurm.conf / scontrol)",
+                "kube": "no Kubernetes API to act on (kubeconfig)"}
+        return [f"{tool.name}: " + "; ".join(what.get(m, m) for m in missing)]
     target = tool.target(args)
     if not target.isolates:
         return []
@@ -214,7 +219,12 @@ def _live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: Tool
     scope = policy.tool(tool.name).scope.partitions
     if partitions is None or (policy.limits.max_partition_fraction >= 1.0 and not scope):
         return reasons  # nothing to check against the cluster
-    for part in partitions(ctx, args):  # (name, all nodes, nodes already out of service)
+    try:
+        pools = partitions(ctx, args)  # (name, all nodes, nodes already out of service)
+    except Exception as exc:  # noqa: BLE001 - an unchecked limit is a refusal, not a crash
+        return [*reasons, f"blast radius cannot be checked: {type(exc).__name__}: {exc}"
+                .splitlines()[0][:300]]
+    for part in pools:
         name, nodes, out = part
         if scope and name not in scope:
             reasons.append(f"partition {name} is outside the policy's scope {scope}")

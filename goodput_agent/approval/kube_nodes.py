@@ -20,6 +20,7 @@ def _spec(node: object) -> dict:
 class NodeSchedulable(MutatingTool[NodeInput, ActionOutput]):
     input_model = NodeInput
     output_model = ActionOutput
+    requires = ("kube",)
     timeout_s = 60.0
     unschedulable: bool
 

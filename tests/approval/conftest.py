@@ -13,7 +13,7 @@ import pytest
 from goodput_agent.approval.policy import Policy, parse_policy
 from goodput_agent.approval.runner import ActionOutput
 from goodput_agent.ledger import Ledger
-from goodput_agent.toolkit import MutatingTool, registry
+from goodput_agent.toolkit import MutatingTool, ToolContext, registry
 
 TEST_POLICY = """
 version: 1
@@ -73,6 +73,11 @@ class Recorder:
     """Stands in for every mutating tool's `run`: records the call, changes nothing."""
 
     calls: list[tuple[str, dict]] = field(default_factory=list)
+
+    def context(self) -> ToolContext:
+        """A context whose cluster handles are this recorder (the replaced `run` never uses
+        them; the gate only checks a tool's cluster is there)."""
+        return ToolContext(slurm=self, kube=self)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         for tool in registry().values():

@@ -41,7 +41,7 @@ def test_refused_without_approval_wrong_hash_expired_and_twice(
         tool: str, tmp_path: Path, ledger, policy, recorder) -> None:  # noqa: ANN001
     args = valid_args(tmp_path)[tool]
     _, ids = make_investigation(ledger, "time_limit", {tool: args})
-    aid, ctx = ids[tool], ToolContext()
+    aid, ctx = ids[tool], recorder.context()
 
     with pytest.raises(GateRefused, match="no approval"):
         execute_action(ledger, aid, ctx, policy, now=T0)
@@ -90,7 +90,7 @@ def test_a_newer_contradicting_investigation_invalidates(tmp_path, ledger, polic
     approve_action(ledger, aid, "alice", policy)
     make_investigation(ledger, "application_error", {}, node=None)  # same target, later
     with pytest.raises(GateRefused, match="newer investigation .* concluded application_error"):
-        execute_action(ledger, aid, ToolContext(), policy)
+        execute_action(ledger, aid, recorder.context(), policy)
     assert recorder.calls == []
 
 
@@ -146,7 +146,7 @@ def test_retry_after_a_node_fault_must_exclude_the_node_or_follow_its_drain(
     with pytest.raises(GateRefused, match="must exclude gpu-node-03"):
         approve_action(ledger, ids["k8s_restart_job_pods"], "alice", policy)
     approve_action(ledger, ids["slurm_drain_node"], "alice", policy)
-    execute_action(ledger, ids["slurm_drain_node"], ToolContext(), policy)
+    execute_action(ledger, ids["slurm_drain_node"], recorder.context(), policy)
     approve_action(ledger, more["slurm_requeue_job"], "alice", policy)  # now follows a drain
     assert [c[0] for c in recorder.calls] == ["slurm_drain_node"]
 
@@ -159,9 +159,9 @@ def test_bare_retry_after_oom_needs_an_applied_config_change(tmp_path, ledger, p
     with pytest.raises(GateRefused, match="bare retry after gpu_oom"):
         approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
     approve_action(ledger, ids["config_change"], "alice", policy)
-    execute_action(ledger, ids["config_change"], ToolContext(), policy)
+    execute_action(ledger, ids["config_change"], recorder.context(), policy)
     approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
-    execute_action(ledger, ids["slurm_requeue_job"], ToolContext(), policy)
+    execute_action(ledger, ids["slurm_requeue_job"], recorder.context(), policy)
     assert [c[0] for c in recorder.calls] == ["config_change", "slurm_requeue_job"]
 
 
@@ -175,8 +175,20 @@ def test_blast_radius_counts_drains_and_cordons_of_the_last_day(tmp_path, ledger
                                     node=node)
         ids[i] = got[tool]
         approve_action(ledger, ids[i], "alice", policy)
-    execute_action(ledger, ids[0], ToolContext(), policy)
-    execute_action(ledger, ids[1], ToolContext(), policy)
+    execute_action(ledger, ids[0], recorder.context(), policy)
+    execute_action(ledger, ids[1], recorder.context(), policy)
     with pytest.raises(GateRefused, match="blast radius: 3 nodes"):
-        execute_action(ledger, ids[2], ToolContext(), policy)
+        execute_action(ledger, ids[2], recorder.context(), policy)
     assert len(recorder.calls) == 2
+
+
+def test_a_missing_cluster_is_refused_without_spending_the_approval(tmp_path, ledger, policy,  # noqa: ANN001
+                                                                    recorder) -> None:
+    _, ids = make_investigation(ledger, "gpu_hardware", {
+        "slurm_drain_node": valid_args(tmp_path)["slurm_drain_node"]})
+    aid = ids["slurm_drain_node"]
+    approve_action(ledger, aid, "alice", policy)
+    with pytest.raises(GateRefused, match="no Slurm cluster to act on"):
+        execute_action(ledger, aid, ToolContext(kube=recorder), policy)
+    assert execute_action(ledger, aid, recorder.context(), policy).ok  # still valid
+    assert len(recorder.calls) == 1
