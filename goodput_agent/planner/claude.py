@@ -141,8 +141,10 @@ class Agent:
         seq = int(self.ledger.con.execute("SELECT count(*) FROM llm_calls WHERE "
                                           "investigation_id = ?", [self.inv_id]).fetchone()[0])
         record_llm_call(self.ledger, self.inv_id, seq + 1, self.settings.model, turn, cost)
-        content = [_plain(b) for b in turn.content]
-        self.add("assistant", content)
+        # the API refuses empty text blocks and empty assistant turns sent back to it
+        content = [_plain(b) for b in turn.content
+                   if not (b.get("type") == "text" and not b.get("text", "").strip())]
+        self.add("assistant", content or [{"type": "text", "text": "(no answer)"}])
         return turn
 
     # --- tools -----------------------------------------------------------------------
