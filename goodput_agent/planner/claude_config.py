@@ -118,11 +118,13 @@ def _file_settings(path: Path) -> dict[str, Any]:
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` wins where it says something; None (a flag not given) says nothing."""
     out = dict(base)
     for k, v in over.items():
-        if v is None:
-            continue
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        if isinstance(v, dict):
+            out[k] = _merge(out[k] if isinstance(out.get(k), dict) else {}, v)
+        elif v is not None:
+            out[k] = v
     return out
 
 

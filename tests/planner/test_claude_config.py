@@ -34,6 +34,16 @@ def test_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert load_settings({"model": "claude-sonnet-4-5"}).model == "claude-sonnet-4-5"
 
 
+def test_flags_not_given_leave_the_defaults(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("")
+    monkeypatch.setenv("GOODPUT_CONFIG", str(cfg))
+    s = load_settings({"model": None, "budgets": {"max_turns": None, "max_wall_s": 30.0}})
+    assert s.budgets.max_turns == ClaudeSettings().budgets.max_turns
+    assert s.budgets.max_wall_s == 30.0 and s.model == ClaudeSettings().model
+
+
 def test_bad_config_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text("claude:\n  budgets: {max_turns: 0}\n")
