@@ -271,21 +271,34 @@ def policy_check(file: Path | None, as_json: bool) -> None:
 
 @click.command("verify")
 @click.argument("investigation_id")
-@click.option("--after", "after", type=click.Path(path_type=Path), required=True,
+@click.option("--after", "after", type=click.Path(path_type=Path), default=None,
               help="Bundle collected after the fix (same layout as the investigated one).")
+@click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
+              help="Latency: measure the after window live from this Prometheus instead.")
+@click.option("--since", "since_text", default=None, metavar="WINDOW",
+              help="With --prometheus: the after window (2h, or START/END); default: 1h.")
 @click.option("--before", "before", type=click.Path(path_type=Path), default=None,
               help="The investigated bundle (default: the investigation's own target).")
 @json_option
 @ledger_option
-def verify_cmd(investigation_id: str, after: Path, before: Path | None, as_json: bool,
+def verify_cmd(investigation_id: str, after: Path | None, prometheus_url: str | None,
+               since_text: str | None, before: Path | None, as_json: bool,
                ledger_path: Path | None) -> None:
     """Re-measure after the fix: recovered / partly / not_recovered / regressed_elsewhere, or
     incomparable (exit 3) when the conditions differ. The verdict becomes a ledger row."""
     from goodput_agent.ledger import open_ledger
     from goodput_agent.verify.run import verify_investigation
 
+    source = window = None
+    if prometheus_url:
+        from goodput_agent.metrics.prometheus import PrometheusSource
+        from goodput_agent.timespec import looking_back
+
+        window = looking_back(since_text or "1h")
+        source = PrometheusSource(prometheus_url, horizon=window)
     with open_ledger(_ledger_path(ledger_path)) as lg:
-        result, rows = verify_investigation(lg, investigation_id, after, before)
+        result, rows = verify_investigation(lg, investigation_id, after, before, source=source,
+                                            window=window)
     if as_json:
         _echo_json({**result.model_dump(mode="json"), "ledger_rows": rows})
     else:

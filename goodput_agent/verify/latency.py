@@ -20,25 +20,42 @@ WARMUP = timedelta(minutes=2)  # dropped from the start of the after window (res
 PHASES = ("queue", "prefill", "decode", "ttft", "itl")
 
 
-def after_stats(after: Path, service_labels: dict[str, str]) -> tuple[WindowStats | None, str]:
+def window_of(source: Any, e2e: str, window: TimeWindow | None) -> TimeWindow | None:
+    """The after window: the one given, else the whole span of the e2e latency, less warm-up."""
+    if window is not None:
+        return window
+    span = source.span(e2e)
+    if span is None:
+        return None
+    return TimeWindow(start=span.start + min(WARMUP, (span.end - span.start) / 5), end=span.end)
+
+
+def stats_of(source: Any, revisions: list, labels: dict[str, str],
+             window: TimeWindow | None) -> tuple[WindowStats | None, str]:
+    """The after window's numbers from any metrics source (bundle files or a live Prometheus)."""
     from goodput_agent.analysis.latency import _Ask, window_stats
-    from goodput_agent.bundle import open_bundle
     from goodput_agent.metrics.vllm_names import resolve_all
+
+    names = resolve_all(source.metric_names())
+    if names["e2e"] is None:
+        return None, f"{source.name}: no end-to-end latency histogram"
+    w = window_of(source, names["e2e"], window)
+    if w is None:
+        return None, f"{source.name}: no latency samples"
+    st = window_stats(_Ask(source), names, labels, w, "incident", revisions)
+    return st, f"{source.name}: {names['e2e']} from {w.start:%Y-%m-%d %H:%M:%S} to " \
+               f"{w.end:%H:%M:%S} UTC"
+
+
+def after_stats(after: Path, labels: dict[str, str]) -> tuple[WindowStats | None, str]:
+    from goodput_agent.bundle import open_bundle
     from goodput_agent.toolkit import ToolContext
     from goodput_agent.tools.latency_metrics import bundle_source
 
     with open_bundle(after) as b:
         source, revisions = bundle_source(ToolContext(bundle=b))
-        names = resolve_all(source.metric_names())
-        if names["e2e"] is None:
-            return None, f"{after}: no end-to-end latency histogram"
-        span = source.span(names["e2e"])
-        if span is None:
-            return None, f"{after}: no latency samples"
-        skip = min(WARMUP, (span.end - span.start) / 5)
-        w = TimeWindow(start=span.start + skip, end=span.end)
-        st = window_stats(_Ask(source), names, service_labels, w, "incident", revisions)
-        return st, f"{after}: {names['e2e']} from {w.start:%H:%M:%S} to {w.end:%H:%M:%S} UTC"
+        st, where = stats_of(source, revisions, labels, None)
+    return st, f"{after} ({where})"
 
 
 def _rate(st: WindowStats) -> float | None:
@@ -51,14 +68,19 @@ def _close(a: float | None, b: float | None) -> bool | None:
     return abs(a - b) <= LOAD_TOLERANCE * max(abs(b), 1e-9)
 
 
-def verify(report: dict[str, Any], after: Path) -> VerifyResult:
+def verify(report: dict[str, Any], after: Path | None = None, *, source: Any = None,
+           window: TimeWindow | None = None) -> VerifyResult:
+    """Against an after bundle, or a live source (`source`, e.g. PrometheusSource) over
+    `window` (default: all it has, less warm-up)."""
     lat = report.get("latency") or {}
     if not lat.get("incident"):
         return VerifyResult(kind="latency", verdict="incomparable", comparable=False,
                             summary="the investigation holds no latency windows to compare with")
     before = WindowStats.model_validate(lat["incident"])
     healthy = WindowStats.model_validate(lat["baseline"]) if lat.get("baseline") else None
-    st, where = after_stats(after, lat.get("service_labels") or {})
+    labels = lat.get("service_labels") or {}
+    st, where = (stats_of(source, [], labels, window) if source is not None
+                 else after_stats(after, labels) if after is not None else (None, "no after data"))
     if st is None or st.e2e.p90 is None or before.e2e.p90 is None:
         return VerifyResult(kind="latency", verdict="incomparable", comparable=False,
                             summary=f"no latency percentiles to compare ({where})")

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from goodput_agent.approval import store
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
+from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.verify.model import VerifyResult
 
 
-def measure(kind: str, report: dict, before: Path | None, after: Path) -> VerifyResult:
+def measure(kind: str, report: dict, before: Path | None, after: Path | None,
+            source: Any = None, window: TimeWindow | None = None) -> VerifyResult:
     from goodput_agent.verify import failure, latency, slowdown
 
+    if source is not None:
+        if kind != "latency":
+            raise BadInput(f"live verification (Prometheus) is for latency investigations; "
+                           f"this one is {kind}: collect an after bundle (goodput collect) and "
+                           "pass --after")
+        return latency.verify(report, source=source, window=window)
+    assert after is not None
     if kind == "slowdown":
         return slowdown.verify(report, before, after)
     if kind == "latency":
@@ -21,19 +31,23 @@ def measure(kind: str, report: dict, before: Path | None, after: Path) -> Verify
     return failure.verify(report, before, after)
 
 
-def verify_investigation(ledger: Ledger, inv_id: str, after: Path,
-                         before: Path | None = None) -> tuple[VerifyResult, list[int]]:
+def verify_investigation(ledger: Ledger, inv_id: str, after: Path | None,
+                         before: Path | None = None, *, source: Any = None,
+                         window: TimeWindow | None = None) -> tuple[VerifyResult, list[int]]:
     """The verdict, and the verification rows written: one per action executed through the gate
     (or, when none was, one per proposed action: the fix may have been applied by hand)."""
     inv = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
     conc = ledger.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
     if not inv or not conc:
         raise BadInput(f"{ledger.path}: no concluded investigation {inv_id}")
-    if not after.exists():
+    if after is None and source is None:
+        raise BadInput("verify needs an after bundle (--after) or a live source (--prometheus)")
+    if after is not None and not after.exists():
         raise BadInput(f"{after}: no such file or directory")
     target = Path(inv[0]["target"]) if inv[0]["target"] else None
     before = before or (target if target is not None and target.exists() else None)
-    result = measure(inv[0]["kind"], json.loads(conc[0]["report_json"]), before, after)
+    result = measure(inv[0]["kind"], json.loads(conc[0]["report_json"]), before, after, source,
+                     window)
     actions = ledger.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id",
                           [inv_id])
     executed = [a["id"] for a in actions
@@ -43,7 +57,8 @@ def verify_investigation(ledger: Ledger, inv_id: str, after: Path,
         row = store.record_event(
             ledger, store.action_row(ledger, aid), "verification", actor="goodput verify",
             ok=result.verdict == "recovered", reason=result.verdict,
-            detail={"after": str(after), "before": str(before) if before else None,
+            detail={"after": str(after) if after else getattr(source, "name", None),
+                    "before": str(before) if before else None,
                     "through_gate": bool(executed), **result.model_dump(mode="json")})
         rows.append(row.id)
     return result, rows
