@@ -53,12 +53,9 @@ def live_context(tool: str, slurm_conf: Path | None, kubeconfig: Path | None):  
     from goodput_agent.toolkit import ToolContext
 
     if tool.startswith("slurm_"):
-        from goodput_agent.approval.runner import SubprocessRunner
+        from goodput_agent.sources.slurm import SlurmCLI
 
-        env = dict(os.environ)
-        if slurm_conf:
-            env["SLURM_CONF"] = str(slurm_conf)
-        return ToolContext(slurm=SubprocessRunner(env))
+        return ToolContext(slurm=SlurmCLI(slurm_conf=str(slurm_conf) if slurm_conf else None))
     if tool.startswith("k8s_"):
         from kubernetes import config
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -31,24 +30,9 @@ class ActionOutput(BaseModel):
 
 
 class SlurmRunner(Protocol):
+    """goodput_agent.sources.slurm.SlurmCLI: Slurm's commands with SLURM_CONF and a timeout."""
+
     def run(self, argv: list[str]) -> CommandResult: ...
-
-
-class SubprocessRunner:
-    """Runs Slurm's commands with the given environment (SLURM_CONF ...) and a timeout."""
-
-    def __init__(self, env: dict[str, str] | None = None, timeout_s: float = 30.0):
-        self.env, self.timeout_s = env, timeout_s
-
-    def run(self, argv: list[str]) -> CommandResult:
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
-                               timeout=self.timeout_s, check=False)
-        except FileNotFoundError:
-            raise ToolUnavailable(f"{argv[0]}: not installed here") from None
-        except subprocess.TimeoutExpired:
-            return CommandResult(argv=argv, rc=124, stderr=f"timed out after {self.timeout_s} s")
-        return CommandResult(argv=argv, rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
 
 
 def slurm(ctx: ToolContext) -> SlurmRunner:

@@ -19,7 +19,7 @@ from goodput_agent.approval.gate import (
     preview_action,
 )
 from goodput_agent.approval.policy import parse_policy
-from goodput_agent.approval.runner import SubprocessRunner
+from goodput_agent.sources.slurm import SlurmCLI
 from goodput_agent.toolkit import ToolContext
 from tests.approval.conftest import make_investigation, policy_text
 
@@ -42,7 +42,7 @@ def slurm_policy():  # noqa: ANN201 - the partition check runs against the real 
 
 def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # noqa: ANN001
                                                       slurm_policy) -> None:
-    ctx = ToolContext(slurm=SubprocessRunner(slurm_cluster.env))
+    ctx = ToolContext(slurm=SlurmCLI(slurm_cluster.env))
     reason = "goodput: Xid 79 on GPU 0 (test)"
     with slurm_cluster.fresh_nodes():
         _, ids = make_investigation(ledger, "gpu_hardware", {
@@ -84,7 +84,7 @@ def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # 
 
 def test_requeue_of_a_failed_job_excludes_its_node(slurm_cluster, ledger,  # noqa: ANN001
                                                    slurm_policy) -> None:
-    ctx = ToolContext(slurm=SubprocessRunner(slurm_cluster.env))
+    ctx = ToolContext(slurm=SlurmCLI(slurm_cluster.env))
     with slurm_cluster.fresh_nodes():
         job = slurm_cluster.submit(FLAKY, name="flaky-train")
         assert slurm_cluster.wait_done(job) == "FAILED"
@@ -108,3 +108,28 @@ def test_requeue_of_a_failed_job_excludes_its_node(slurm_cluster, ledger,  # noq
         ran_on = re.search(r"\bNodeList=(\S+)", show).group(1)  # type: ignore[union-attr]
         assert ran_on != failed_on and f"ExcNodeList={failed_on}" in show
         assert "Restarts=1" in show
+
+
+def test_cli_approve_holds_a_pending_job_with_slurm_conf(slurm_cluster, tmp_path) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from goodput_agent.cli import cli
+    from goodput_agent.ledger import Ledger
+
+    job = slurm_cluster.submit("#!/bin/bash\nsleep 1\n", "--begin=now+3600", name="later")
+    try:
+        ledger, policy = tmp_path / "l.duckdb", tmp_path / "p.yaml"
+        policy.write_text(policy_text())
+        with Ledger(ledger) as lg:
+            _, ids = make_investigation(lg, "time_limit", {"slurm_hold_job": {"job": job}},
+                                        node=None)
+        conf = slurm_cluster.env["SLURM_CONF"]
+        r = CliRunner().invoke(cli, ["approve", str(ids["slurm_hold_job"]), "--as", "alice",
+                                     "--yes", "--slurm-conf", conf, "--ledger", str(ledger),
+                                     "--policy", str(policy)], env={"COLUMNS": "200"})
+        assert r.exit_code == 0, r.output
+        assert f"scontrol hold {job}" in r.output and "-> rc 0" in r.output
+        show = slurm_cluster.run("scontrol", "show", "job", job)
+        assert "JobState=PENDING" in show and "Priority=0" in show, show
+    finally:
+        slurm_cluster.run("scancel", job, check=False)
