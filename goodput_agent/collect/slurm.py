@@ -93,8 +93,12 @@ def _job_logs(w: BundleWriter, job: SlurmJob) -> None:
     seen: set[str] = set()
     for label, path in (("stdout", job.std_out), ("stderr", job.std_err)):
         what = f"{label} of job {job.job_id}"
-        if not path or path == "/dev/null":
-            w.error("slurm", what, "not_found", "the job wrote none (no StdOut/StdErr path)")
+        if path == "/dev/null":
+            w.error("slurm", what, "not_found", "the job sent it to /dev/null")
+            continue
+        if not path:
+            w.error("slurm", what, "not_found", "its path is unknown (scontrol no longer holds "
+                    "the job, and sacct before 23.02 does not name it)")
             continue
         if path in seen:
             continue

@@ -65,6 +65,7 @@ _FORBIDDEN = re.compile(r"access denied|permission denied|not authorized|"
                         r"invalid user|protocol authentication error|"
                         r"invalid credential|munge.*(?:fail|error|invalid)", re.I)
 _NO_ACCOUNTING = re.compile(r"accounting storage is disabled", re.I)
+_CONTROLLER_COMMANDS = {"scontrol", "sinfo", "squeue"}
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
 
 
@@ -186,6 +187,7 @@ class SlurmCLI:
         if slurm_conf:
             self.env["SLURM_CONF"] = slurm_conf
         self.timeout_s = timeout_s
+        self._controller_down: Unreachable | TimedOut | None = None
 
     def run(self, argv: list[str]) -> Any:
         """The approval runner's protocol (.run(argv) -> CommandResult), for mutating tools."""
@@ -204,6 +206,19 @@ class SlurmCLI:
     def call(self, argv: list[str]) -> tuple[str, float]:
         """stdout of a read-only command, and how long it took; a failure as a typed error."""
         command = shlex.join(argv)
+        talks_to_controller = argv[0] in _CONTROLLER_COMMANDS
+        if talks_to_controller and self._controller_down is not None:
+            # once found down, at once: a dead controller costs one timeout, not one per command
+            down = self._controller_down
+            raise type(down)(SOURCE, f"{argv[0]}: not asked: {down.message}", command)
+        try:
+            return self._call(argv, command)
+        except (Unreachable, TimedOut) as exc:
+            if talks_to_controller:
+                self._controller_down = exc
+            raise
+
+    def _call(self, argv: list[str], command: str) -> tuple[str, float]:
         t0 = time.perf_counter()
         try:
             p = subprocess.run(argv, capture_output=True, text=True, env=self.env,

@@ -243,24 +243,36 @@ def _start_munge(root: Path, munged: Path) -> None:
                     f"--seed-file={d}/munged.seed"], check=True, capture_output=True, timeout=30)
 
 
-def _stop(pid_file: Path) -> None:
+def _pid(pid_file: Path) -> int | None:
     try:
-        pid = int(pid_file.read_text().split()[0])
+        return int(pid_file.read_text().split()[0])
     except (OSError, ValueError, IndexError):
-        return
+        return None
+
+
+def _alive(pid: int) -> bool:
+    with suppress(ChildProcessError):  # our own child (mariadbd): reap it, or it stays a zombie
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, 0)
     except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+        return False
+    return True
+
+
+def _stop_all(pid_files: list[Path], grace_s: float = 10.0) -> None:
+    """SIGTERM every daemon at once, SIGKILL what is left after the grace time."""
+    pids = [p for p in (_pid(f) for f in pid_files) if p is not None]
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    with suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _log_tail(path: Path) -> str:
@@ -313,8 +325,7 @@ def running_slurm(workdir: Path) -> Iterator[SlurmCluster]:
         _wait_idle(cluster)
         yield cluster
     finally:
-        for pid_file in reversed(started):
-            _stop(pid_file)
+        _stop_all(started)
 
 
 def _wait_dbd(cluster: SlurmCluster, sacctmgr: Path) -> None:
