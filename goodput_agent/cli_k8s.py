@@ -64,6 +64,7 @@ class K8sArgs:
     in_cluster: bool | None = None
     log_since: str | None = None
     log_tail: int = 20_000
+    prometheus: str | None = None  # also the DCGM series of the pods' nodes from here
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> K8sArgs:
@@ -100,7 +101,8 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
     if args.log_tail < 0:
         raise click.UsageError("--log-tail must be 0 (no limit) or more")
     target = K8sTarget(job=args.k8s_job, pod=args.k8s_pod, since=_since(args.log_since),
-                       tail_lines=args.log_tail or None)
+                       tail_lines=args.log_tail or None, prometheus=args.prometheus,
+                       prometheus_timeout_s=timeout_s)
     kind = "k8s_job" if args.k8s_job else "k8s_pod"
     with BundleWriter(out_dir, {kind: args.label}) as writer:
         try:

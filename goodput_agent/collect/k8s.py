@@ -48,6 +48,8 @@ class K8sTarget:
     pod: str | None = None
     since: timedelta | None = None  # logs: only lines newer than this
     tail_lines: int | None = 20_000  # logs: at most this many lines per container
+    prometheus: str | None = None  # DCGM series of the pods' nodes over the window, from here
+    prometheus_timeout_s: float = 30.0
 
 
 @dataclass
@@ -150,6 +152,8 @@ def collect_k8s(writer: BundleWriter, src: K8sSource, target: K8sTarget,
         except SourceError as exc:
             writer.source_error("the nodes the pods ran on", exc)
     _collect_logs(writer, src, out.pods, target)
+    if target.prometheus and out.window is not None and nodes:
+        collect_dcgm(writer, target.prometheus, nodes, out.window, target.prometheus_timeout_s)
     for note in src.truncated:
         writer.error(SOURCE, note, "error", "list cut at the item cap (max_items)")
     name = out.workload.name if out.workload else out.pods[0]["metadata"]["name"]
@@ -185,3 +189,28 @@ def _collect_logs(writer: BundleWriter, src: K8sSource, pods: list[dict[str, Any
                          f"{f'&tailLines={target.tail_lines}' if target.tail_lines else ''}"
                          f"{f'&sinceSeconds={since}' if since else ''}")
                 _write(writer, src, rel, what, query, text)
+
+
+def collect_dcgm(writer: BundleWriter, url: str, nodes: set[str], window: TimeWindow,
+                 timeout_s: float = 30.0) -> None:
+    """The DCGM exporter series of `nodes` over the window, one query_range answer per metric
+    under metrics/dcgm/ (the bundle reads the Xid gauge as Xid events and the clocks for
+    throttling). A metric with no series is skipped; a failing server is missing evidence."""
+    from goodput_agent.metrics.dcgm_health import RAW_METRICS, range_answer
+    from goodput_agent.metrics.prometheus import PrometheusSource
+    from goodput_agent.metrics.source import MetricsUnavailable
+
+    src = PrometheusSource(url, timeout_s=timeout_s, horizon=window)
+    for metric in RAW_METRICS:
+        try:
+            answer, query = range_answer(src, metric, nodes, window)
+        except MetricsUnavailable as exc:
+            writer.error("prometheus", f"DCGM series {metric} of the pods' nodes", "unreachable"
+                         if src._down else "error", str(exc))
+            if src._down:
+                return
+            continue
+        if answer is not None:
+            writer.write_text(f"metrics/dcgm/{metric}.json", orjson.dumps(answer).decode(),
+                              source="prometheus", what=f"DCGM {metric} of the pods' nodes",
+                              query=query, origin=url)

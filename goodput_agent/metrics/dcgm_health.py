@@ -134,3 +134,30 @@ def problems(g: GpuWindowHealth) -> list[str]:
             verb = "reached" if f.reduce == Reduce.max else "rose by"
             out.append(f"{f.what} {verb} {value:g}{unit} ({f.name})")
     return out
+
+
+# raw series a bundle keeps: the Xid gauge (read as Xid events) and what the throttle
+# analysis reads (clock, reasons, power, temperature)
+RAW_METRICS = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_SM_CLOCK",
+               "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+               "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP")
+MAX_POINTS = 10_000
+
+
+def raw_query(metric: str, hosts: set[str] | None) -> str:
+    return f"{metric}{host_matcher(hosts)}"
+
+
+def range_answer(src: PrometheusSource, metric: str, hosts: set[str] | None,
+                 window: TimeWindow) -> tuple[dict[str, Any] | None, str]:
+    """Every series of `metric` on `hosts` over the window as the query_range API answers it
+    (the JSON a bundle's metric files may hold), and the query text; None when no series."""
+    step = max(15, -(-int(window.seconds) // MAX_POINTS))
+    query = raw_query(metric, hosts)
+    what = f"{query} [{window.start.isoformat()} .. {window.end.isoformat()}, step {step}s]"
+    result = src._call(what, lambda: src._client.custom_query_range(
+        query, window.start, window.end, step=f"{step}s",
+        params={"timeout": f"{max(1, int(src.timeout_s))}s"}))
+    if not result:
+        return None, what
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}, what

@@ -136,3 +136,47 @@ def test_unreachable_api_gives_a_partial_report(tmp_path):
 def test_a_job_that_does_not_exist_is_an_error(tmp_path):
     with running_kube_api(serving_cluster()) as srv, pytest.raises(NotFound, match="named nope"):
         collect(srv, tmp_path, K8sTarget(job="serving/nope"))
+
+
+def _dcgm_openmetrics() -> str:
+    """DCGM exporter series (generated here): the pod's node logs Xid 79 at 09:30 on GPU 0;
+    another node, not the job's, logs Xid 31."""
+    start = int(datetime(2026, 3, 2, 9, 0, tzinfo=UTC).timestamp())
+    lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge", "# HELP DCGM_FI_DEV_XID_ERRORS last Xid"]
+    for host, code in (("gpu-node-07", 79), ("gpu-node-99", 31)):
+        labels = f'{{gpu="0",UUID="GPU-{host}",device="nvidia0",Hostname="{host}"}}'
+        lines += [f"DCGM_FI_DEV_XID_ERRORS{labels} {code if t >= 1800 else 0} {start + t}"
+                  for t in range(0, 2700, 15)]
+    return "\n".join([*lines, "# EOF", ""])
+
+
+def test_dcgm_series_of_the_pods_nodes_join_the_bundle(tmp_path):
+    from tests.servers.prometheus import (
+        PrometheusUnavailable,
+        ensure_prometheus,
+        running_prometheus,
+    )
+
+    try:
+        ensure_prometheus()
+    except PrometheusUnavailable as exc:
+        pytest.skip(str(exc))
+    series = tmp_path / "dcgm.om"
+    series.write_text(_dcgm_openmetrics())
+    (tmp_path / "prom").mkdir()
+    with running_prometheus(tmp_path / "prom", [series]) as url, \
+            running_kube_api(serving_cluster()) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(job="serving/vllm", prometheus=url))
+    answer = json.loads((bundle / "metrics/dcgm/DCGM_FI_DEV_XID_ERRORS.json").read_text())
+    assert {s["metric"]["Hostname"] for s in answer["data"]["result"]} == {"gpu-node-07"}
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["errors"] == []
+    assert any(f["query"].startswith('DCGM_FI_DEV_XID_ERRORS{Hostname=~"gpu\\\\-node\\\\-07"}')
+               for f in manifest["files"] if f["source"] == "prometheus")
+    report = investigate(bundle, tmp_path)
+    text = report.model_dump_json()
+    assert "DCGM reports Xid 79" in text and "Xid 31" not in text
+    # the GPU fell off the bus 67 s before the container died: without DCGM the same pods say
+    # host_oom (test_deployment_pod_restarted_after_oom)
+    assert (report.root_cause.category, report.root_cause.node) == ("gpu_hardware",
+                                                                    "gpu-node-07")
