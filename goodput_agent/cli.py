@@ -178,6 +178,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
     k8s = K8sArgs.pop(claude_flags)
     claude = claude_settings(planner, claude_flags)  # None: the offline planner
     if k8s.wanted:
+        k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too
         _show(investigate_k8s(k8s, ledger_path, kind, pictures_dir, timeout_s, claude), as_json)
     if slurm_job:
         from goodput_agent.cli_live import investigate_slurm_job

@@ -43,6 +43,8 @@ def render_manifest(m: Manifest, root: Path, console: Console) -> None:
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="The Slurm job to collect (sacct, scontrol, its output files, kernel logs).")
 @k8s_options
+@click.option("--prometheus", "prometheus", default=None, metavar="URL",
+              help="With --k8s-*: also the DCGM exporter series of the pods' nodes.")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
               help="New (or empty) folder to write the bundle into.")
 @click.option("--timeout", "timeout_s", default=30.0, show_default=True, help=SLURM_TIMEOUT_HELP)
@@ -56,6 +58,8 @@ def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json:
     k8s = K8sArgs.pop(k8s_flags)
     if bool(slurm_job) == k8s.wanted:
         raise click.UsageError("give one of --slurm-job, --k8s-job or --k8s-pod")
+    if slurm_job and k8s.prometheus:
+        raise click.UsageError("--prometheus goes with --k8s-job or --k8s-pod")
     manifest = collect_k8s_bundle(k8s, out_dir, timeout_s) if k8s.wanted else \
         collect_slurm_job(slurm_job or "", out_dir, _slurm_cli(timeout_s))
     if as_json:
