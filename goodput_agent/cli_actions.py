@@ -270,6 +270,10 @@ def policy_check(file: Path | None, as_json: bool) -> None:
 @click.argument("investigation_id")
 @click.option("--after", "after", type=click.Path(path_type=Path), default=None,
               help="Bundle collected after the fix (same layout as the investigated one).")
+@click.option("--slurm-job", "slurm_job", default=None, metavar="JOB",
+              help="Failure: collect the job (and sinfo -R) from Slurm now as the after bundle.")
+@click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
+              help="With --slurm-job: slurm.conf of the cluster (default: $SLURM_CONF).")
 @click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
               help="Latency: measure the after window live from this Prometheus instead.")
 @click.option("--since", "since_text", default=None, metavar="WINDOW",
@@ -278,7 +282,8 @@ def policy_check(file: Path | None, as_json: bool) -> None:
               help="The investigated bundle (default: the investigation's own target).")
 @json_option
 @ledger_option
-def verify_cmd(investigation_id: str, after: Path | None, prometheus_url: str | None,
+def verify_cmd(investigation_id: str, after: Path | None, slurm_job: str | None,
+               slurm_conf: Path | None, prometheus_url: str | None,
                since_text: str | None, before: Path | None, as_json: bool,
                ledger_path: Path | None) -> None:
     """Re-measure after the fix: recovered / partly / not_recovered / regressed_elsewhere, or
@@ -293,6 +298,8 @@ def verify_cmd(investigation_id: str, after: Path | None, prometheus_url: str | 
 
         window = looking_back(since_text or "1h")
         source = PrometheusSource(prometheus_url, horizon=window)
+    if slurm_job:
+        after = _collect_after(slurm_job, slurm_conf, _ledger_path(ledger_path), investigation_id)
     with open_ledger(_ledger_path(ledger_path)) as lg:
         result, rows = verify_investigation(lg, investigation_id, after, before, source=source,
                                             window=window)
@@ -302,6 +309,18 @@ def verify_cmd(investigation_id: str, after: Path | None, prometheus_url: str | 
         render_verification(result, Console())
     if result.verdict == "incomparable":
         sys.exit(3)
+
+
+def _collect_after(job: str, slurm_conf: Path | None, ledger: Path, inv_id: str) -> Path:
+    """The job as Slurm knows it now, collected beside the ledger (kept: it is the evidence)."""
+    from datetime import UTC, datetime
+
+    from goodput_agent.collect.slurm import collect_slurm_job
+    from goodput_agent.sources.slurm import SlurmCLI
+
+    out = ledger.parent / "reports" / inv_id / f"after-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    collect_slurm_job(job, out, SlurmCLI(slurm_conf=str(slurm_conf) if slurm_conf else None))
+    return out
 
 
 def render_verification(r: Any, console: Console) -> None:

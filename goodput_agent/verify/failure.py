@@ -15,6 +15,7 @@ STEP = re.compile(rb"\b(?:[Ss]tep|[Ii]ter(?:ation)?)[\s:=#]+(\d{1,9})(?![.\d])")
 PASSED_STATES = {"COMPLETED"}
 RUNNING_STATES = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING"}
 OUT_OF_SERVICE = ("DRAIN", "DOWN", "FAIL", "MAINT")
+NODE_FAULTS = ("gpu_hardware", "network_fault", "node_failure")
 
 
 def scheduler_facts(root: Path) -> tuple[list[dict], dict[str, dict], list[str]]:
@@ -63,7 +64,9 @@ def _pick(jobs: list[dict], job_id: str | None, name: str | None) -> dict | None
 
 
 def verify(report: dict[str, Any], before_root: Path | None, after: Path) -> VerifyResult:
-    node = (report.get("root_cause") or {}).get("node")
+    rc = report.get("root_cause") or {}
+    # where it ran matters only when a node was at fault
+    node = rc.get("node") if rc.get("category") in NODE_FAULTS else None
     before_jobs = scheduler_facts(before_root)[0] if before_root and before_root.exists() else []
     failed = next((j for j in before_jobs if j.get("state") not in PASSED_STATES), None)
     job_id = failed["job_id"] if failed else None

@@ -6,6 +6,7 @@ elsewhere. Node states are put back afterwards (the cluster is shared by the ses
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -133,3 +134,65 @@ def test_cli_approve_holds_a_pending_job_with_slurm_conf(slurm_cluster, tmp_path
         assert "JobState=PENDING" in show and "Priority=0" in show, show
     finally:
         slurm_cluster.run("scancel", job, check=False)
+
+
+def test_retry_after_an_application_error_needs_the_config_change_then_verifies(
+        slurm_cluster, tmp_path) -> None:  # noqa: ANN001
+    """The whole loop on the real cluster: a job fails on its config; Goodput investigates the
+    collected bundle; a bare requeue is refused; the config change runs, then the requeue;
+    `goodput verify --slurm-job` collects the job again and says it recovered."""
+    from click.testing import CliRunner
+
+    from goodput_agent.cli import cli
+    from goodput_agent.collect.slurm import collect_slurm_job
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+
+    conf = tmp_path / "train.env"
+    conf.write_text("BATCH=8\n")
+    script = f"""#!/bin/bash
+source {conf}
+echo "batch $BATCH restart ${{SLURM_RESTART_COUNT:-0}}"
+echo "step 120 loss 2.31"
+if [ "$BATCH" -gt 4 ]; then
+  echo 'Traceback (most recent call last):' >&2
+  echo '  File "/opt/train/train.py", line 88, in <module>' >&2
+  echo '    check_batch(cfg)' >&2
+  echo 'ValueError: micro-batch 8 does not divide the global batch 12' >&2
+  exit 1
+fi
+echo "step 240 loss 2.10"
+"""
+    policy = parse_policy(policy_text(), "p.yaml")
+    ctx = ToolContext(slurm=SlurmCLI(slurm_cluster.env))
+    job = slurm_cluster.submit(script, name="cfg-train")
+    assert slurm_cluster.wait_done(job) == "FAILED"
+    collect_slurm_job(job, tmp_path / "before", SlurmCLI(slurm_cluster.env))
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as lg:
+        report = investigate_bundle(tmp_path / "before", lg)
+        inv = report.investigation_id or ""
+        assert report.root_cause.category == "application_error", report.root_cause
+        claim = lg.rows("SELECT id FROM claims WHERE investigation_id = ? ORDER BY id",
+                        [inv])[0]["id"]
+        # the exact forms of the proposals a person completes (the remedy says it in words)
+        fix = lg.record_action(inv, "config_change", {
+            "path": str(conf), "edits": [{"old": "BATCH=8", "new": "BATCH=4"}]}, True,
+            "a micro-batch that divides the global batch", [claim])
+        retry = lg.record_action(inv, "slurm_requeue_job", {"job": job}, True,
+                                 "rerun with the fixed config", [claim])
+        with pytest.raises(GateRefused, match="bare retry after application_error"):
+            approve_action(lg, retry, "alice", policy)
+        approve_action(lg, fix, "alice", policy)
+        assert execute_action(lg, fix, ctx, policy).ok and "BATCH=4" in conf.read_text()
+        approve_action(lg, retry, "alice", policy)
+        assert execute_action(lg, retry, ctx, policy).ok
+    assert slurm_cluster.wait_done(job, timeout=90) == "COMPLETED"
+    r = CliRunner().invoke(cli, ["verify", inv, "--slurm-job", job, "--slurm-conf",
+                                 slurm_cluster.env["SLURM_CONF"], "--json", "--ledger",
+                                 str(ledger)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["verdict"] == "recovered", out
+    assert out["numbers"]["state"] == "COMPLETED" and out["numbers"]["after_step"] == 240
+    assert len(out["ledger_rows"]) == 2  # one verification row per executed action
