@@ -36,6 +36,7 @@ SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 PAGE_SIZE = 500
 MAX_ITEMS = 5000
 LOG_TAIL_LINES = 20_000
+PER_OBJECT_EVENTS = 16
 LOG_LIMIT_BYTES = 16 * 1024 * 1024
 
 
@@ -292,10 +293,20 @@ class K8sSource:
     def events(self, namespace: str, involved: set[tuple[str, str]],
                nodes: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
         """Events in `namespace` whose involvedObject (kind, name) is in `involved`, and
-        events about `nodes` in any namespace."""
-        out = [e for e in self._list(f"list events -n {namespace}",
-                                     self.core.list_namespaced_event, namespace)
-               if (_inv(e).get("kind"), _inv(e).get("name")) in involved]
+        events about `nodes` in any namespace. Up to PER_OBJECT_EVENTS objects are asked
+        one by one (a field selector: the server filters); more, and the namespace's events
+        are listed once and filtered here."""
+        if len(involved) <= PER_OBJECT_EVENTS:
+            out = []
+            for kind, name in sorted(involved):
+                out += self._list(f"list events -n {namespace} involvedObject={kind}/{name}",
+                                  self.core.list_namespaced_event, namespace,
+                                  field_selector=f"involvedObject.kind={kind},"
+                                                 f"involvedObject.name={name}")
+        else:
+            out = [e for e in self._list(f"list events -n {namespace}",
+                                         self.core.list_namespaced_event, namespace)
+                   if (_inv(e).get("kind"), _inv(e).get("name")) in involved]
         seen = {(e.get("metadata") or {}).get("uid") for e in out}
         for node in sorted(nodes):
             for e in self._list(f"list events --all-namespaces involvedObject=Node/{node}",

@@ -145,3 +145,22 @@ def test_a_server_that_does_not_answer_times_out(tmp_path):
         src = K8sSource.connect(kubeconfig=kc, timeout_s=0.5)
         with pytest.raises(TimedOut, match="no answer within 0.5 s"):
             src.pods("default")
+
+
+def test_events_by_field_selector_or_one_namespace_list(server, tmp_path, monkeypatch):
+    import goodput_agent.sources.k8s as k8s_mod
+
+    involved = {("Pod", "vllm-6d4f9c7b8-x2k9p"), ("Deployment", "vllm")}
+    src = connect(server, tmp_path)
+    few = src.events("serving", involved)
+    asked = [r.query.get("fieldSelector") for r in server.requests
+             if r.resource == "events" and r.namespace == "serving"]
+    assert sorted(a[0] for a in asked) == [
+        "involvedObject.kind=Deployment,involvedObject.name=vllm",
+        "involvedObject.kind=Pod,involvedObject.name=vllm-6d4f9c7b8-x2k9p"]
+    monkeypatch.setattr(k8s_mod, "PER_OBJECT_EVENTS", 1)
+    server.requests.clear()
+    many = src.events("serving", involved)
+    assert [r.query.get("fieldSelector") for r in server.requests] == [None]
+    assert [e["metadata"]["name"] for e in many] == [e["metadata"]["name"] for e in few] == \
+        ["vllm-6d4f9c7b8-x2k9p.18a1"]
