@@ -65,6 +65,7 @@ class ActionTarget(BaseModel):
     isolates: bool = False  # takes the nodes out of service (drain, cordon)
     retries: bool = False  # reruns a job (requeue, restart)
     changes_config: bool = False  # applies a configuration change
+    paths: list[str] = Field(default_factory=list)  # files it writes
 
 
 class ToolPreview(BaseModel):

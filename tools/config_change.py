@@ -58,7 +58,7 @@ class ConfigChange(MutatingTool[ConfigChangeInput, ActionOutput]):
                            dry_run=unified(args.path, before, after))
 
     def target(self, args: ConfigChangeInput) -> ActionTarget:
-        return ActionTarget(changes_config=True)
+        return ActionTarget(changes_config=True, paths=[str(Path(args.path).resolve())])
 
     def run(self, ctx: ToolContext, args: ConfigChangeInput) -> ActionOutput:
         before, after = changed(args)

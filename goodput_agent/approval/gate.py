@@ -171,6 +171,10 @@ def _policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
     for node in target.nodes:
         if not tp.scope.node_allowed(node):
             reasons.append(f"node {node} is outside the policy's scope {tp.scope.nodes}")
+    for path in target.paths:
+        if not tp.scope.path_allowed(path):
+            reasons.append(f"{path} is outside the files the policy lets {name} write "
+                           f"(scope.paths: {tp.scope.paths or 'none'})")
     if target.namespace and tp.scope.namespaces and target.namespace not in tp.scope.namespaces:
         reasons.append(f"namespace {target.namespace} is outside the policy's scope "
                        f"{tp.scope.namespaces}")
@@ -296,11 +300,14 @@ def approve_action(ledger: Ledger, action_id: int, approver: str, policy: Policy
 
 
 def reject_action(ledger: Ledger, action_id: int, approver: str, why: str) -> Rejection:
+    from goodput_agent.errors import BadInput
+
     action = store.action_row(ledger, action_id)
     if not approver.strip() or not why.strip():
-        from goodput_agent.errors import BadInput
-
         raise BadInput("a rejection needs the approver's name (--as) and a reason (--why)")
+    state = action_status(ledger, action_id)
+    if state in ("executed", "failed", "verified", "rejected", "executing"):
+        raise BadInput(f"action {action_id} is already {state}: nothing to reject")
     return store.record_event(ledger, action, "rejection", actor=approver.strip(),
                               reason=why.strip(), ok=False,
                               args_hash=args_hash(action["args"]))

@@ -27,14 +27,20 @@ class _Strict(BaseModel):
 
 
 class Scope(_Strict):
-    """Where a tool may act. An empty list means: nowhere restricted on that axis."""
+    """Where a tool may act. An empty list means: not restricted on that axis — except
+    `paths`, where it means no file may be written."""
 
     partitions: list[str] = Field(default_factory=list)  # Slurm partitions
     namespaces: list[str] = Field(default_factory=list)  # Kubernetes namespaces
     nodes: list[str] = Field(default_factory=list)  # node-name glob patterns (fnmatch)
+    # files a config change may write (globs on the absolute path); empty: none at all
+    paths: list[str] = Field(default_factory=list)
 
     def node_allowed(self, node: str) -> bool:
         return not self.nodes or any(fnmatch.fnmatchcase(node, p) for p in self.nodes)
+
+    def path_allowed(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, p) for p in self.paths)
 
 
 class Preconditions(_Strict):

@@ -28,8 +28,9 @@ limits: {{max_nodes_drained_per_day: 2, max_partition_fraction: 1.0}}
 def policy_text(**overrides: str) -> str:
     rows = []
     for name in sorted(n for n, t in registry().items() if not t.read_only):
-        rows.append(f"  {name}: " + overrides.get(name, '{enabled: true, approvers: [alice, '
-                                                         '"group:sre"]}'))
+        scope = ', scope: {paths: ["/tmp/*"]}' if name == "config_change" else ""
+        rows.append(f"  {name}: " + overrides.get(
+            name, '{enabled: true, approvers: [alice, "group:sre"]' + scope + '}'))
     return TEST_POLICY.format(tools="\n".join(rows))
 
 

@@ -192,3 +192,12 @@ def test_a_missing_cluster_is_refused_without_spending_the_approval(tmp_path, le
         execute_action(ledger, aid, ToolContext(kube=recorder), policy)
     assert execute_action(ledger, aid, recorder.context(), policy).ok  # still valid
     assert len(recorder.calls) == 1
+
+
+def test_config_change_writes_only_files_the_policy_names(tmp_path, ledger, policy,  # noqa: ANN001
+                                                         recorder) -> None:
+    _, ids = make_investigation(ledger, "gpu_oom", {"config_change": {
+        "path": "/etc/hosts", "edits": [{"old": "localhost", "new": "evil"}]}})
+    with pytest.raises(GateRefused, match="/etc/hosts is outside the files the policy lets"):
+        approve_action(ledger, ids["config_change"], "alice", policy)
+    assert recorder.calls == []
