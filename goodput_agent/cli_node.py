@@ -101,12 +101,24 @@ def render(health: NodeHealth, console: Console) -> None:
 @click.option("--since", "since_text", default="24h", show_default=True, metavar="DURATION",
               help="Kernel log window searched for Xid lines (6h, or START/END).")
 @click.option("--no-kernel-log", is_flag=True, help="Do not read the kernel log.")
-def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log: bool) -> None:
+@click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
+              help="Instead of this host's NVML: DCGM exporter series from this Prometheus "
+                   "over --since, for --node (all nodes when none).")
+@click.option("--node", "nodes", multiple=True, metavar="NAME",
+              help="With --prometheus: a node (DCGM's Hostname label); repeatable.")
+def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log: bool,
+                prometheus_url: str | None, nodes: tuple[str, ...]) -> None:
     """This host's GPUs (NVML): temperature, power, clocks and throttle reasons, ECC, retired
-    pages / remapped rows, NVLink, Xid events; and Xid lines from the kernel log."""
+    pages / remapped rows, NVLink, Xid events; and Xid lines from the kernel log. With
+    --prometheus: any node's GPUs over a window, from DCGM exporter series."""
     from goodput_agent.timespec import looking_back
 
     window = looking_back(since_text)
+    if prometheus_url:
+        _dcgm(prometheus_url, window, set(nodes) or None, as_json)
+        return
+    if nodes:
+        raise click.UsageError("--node goes with --prometheus (NVML reads this host only)")
     health = read_node(xid_wait_ms=int(xid_wait_s * 1000))
     if not no_kernel_log:
         add_kernel_xids(health, window)
@@ -114,3 +126,38 @@ def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log
         click.echo(json.dumps(health.model_dump(mode="json"), indent=2))
         return
     render(health, Console())
+
+
+def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -> None:
+    from goodput_agent.errors import BadInput
+    from goodput_agent.metrics.dcgm_health import gpu_health
+    from goodput_agent.metrics.prometheus import PrometheusSource
+
+    health = gpu_health(PrometheusSource(url, horizon=window), window, nodes)
+    if health.errors and not health.gpus:
+        raise BadInput(health.errors[0])
+    if as_json:
+        click.echo(health.model_dump_json(indent=2))
+        return
+    console = Console()
+    console.print(f"DCGM from {url}, {window.start.isoformat()} .. {window.end.isoformat()}: "
+                  f"{len(health.gpus)} GPUs", highlight=False)
+    table = Table()
+    for col in ("node", "GPU", "Xids", "temp max C", "power max W", "SM clock min MHz",
+                "problems"):
+        table.add_column(col)
+    for g in health.gpus:
+        v = g.values
+        table.add_row(g.host, g.gpu, ", ".join(str(x.xid) for x in g.xids) or "-",
+                      f"{v['temp_max']:g}" if "temp_max" in v else "-",
+                      f"{v['power_max']:g}" if "power_max" in v else "-",
+                      f"{v['sm_clock_min']:g}" if "sm_clock_min" in v else "-",
+                      str(len(g.problems)))
+    console.print(table)
+    for g in health.gpus:
+        for p in g.problems:
+            console.print(f"[red]{g.host} GPU {g.gpu}[/] {p}", highlight=False)
+    for f in health.absent:
+        console.print(f"no series: {f}", highlight=False)
+    for e in health.errors:
+        console.print(f"[yellow]error:[/] {e}", highlight=False)

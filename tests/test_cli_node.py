@@ -60,3 +60,36 @@ def test_kernel_xids_map_to_this_hosts_gpus():
     found = kernel_xids(REAL_XIDS.read_text(), health)
     assert {(x["xid"], x["gpu_index"]) for x in found} >= {(63, 0), (64, 1)}
     assert all("NVRM: Xid" in x["line"] for x in found)
+
+
+def test_dcgm_health_of_named_nodes_from_a_real_prometheus(tmp_path):
+    from tests.metrics.test_dcgm_health import dcgm_series
+    from tests.servers.prometheus import (
+        PrometheusUnavailable,
+        ensure_prometheus,
+        running_prometheus,
+    )
+
+    try:
+        ensure_prometheus()
+    except PrometheusUnavailable as exc:
+        pytest.skip(str(exc))
+    series = tmp_path / "dcgm.om"
+    series.write_text(dcgm_series())
+    (tmp_path / "prom").mkdir()
+    window = "2026-03-02T09:10:00Z/2026-03-02T09:40:00Z"
+    with running_prometheus(tmp_path / "prom", [series]) as url:
+        result = CliRunner().invoke(cli, ["node-health", "--prometheus", url, "--node",
+                                          "gpu-node-02", "--since", window, "--json"])
+        table = CliRunner().invoke(cli, ["node-health", "--prometheus", url, "--since", window])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(g["host"], g["gpu"], [x["xid"] for x in g["xids"]]) for g in doc["gpus"]] == \
+        [("gpu-node-02", "0", []), ("gpu-node-02", "1", [48, 79])]
+    assert table.exit_code == 0 and "gpu-node-02 GPU 1 Xid 48 first seen" in table.output
+    assert "4 GPUs" in table.output  # all nodes without --node
+
+
+def test_node_needs_prometheus():
+    result = CliRunner().invoke(cli, ["node-health", "--node", "x"])
+    assert result.exit_code == 2 and "--node goes with --prometheus" in result.output
