@@ -1,0 +1,73 @@
+"""`goodput collect --slurm-job` and `goodput investigate --slurm-job` on the real test cluster:
+the live investigation and the investigation of the collected bundle give the same verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from goodput_agent.cli import cli
+from goodput_agent.collect.base import Manifest
+from goodput_agent.report import Report
+from tests.servers.slurm import OOM_SCRIPT, SlurmCluster
+
+
+@pytest.fixture
+def slurm_env(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
+    monkeypatch.setenv("TZ", "UTC")
+    return slurm_cluster
+
+
+def _run(*args: str):  # noqa: ANN202 - click's Result
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_collect_then_investigate_equals_investigate_slurm_job(slurm_env: SlurmCluster,
+                                                                tmp_path: Path) -> None:
+    job = slurm_env.submit(OOM_SCRIPT, "-w", "gpu-node-02", name="oom")
+    assert slurm_env.wait_done(job) == "FAILED"
+    ledger = str(tmp_path / "l.duckdb")
+    collected = _run("collect", "--slurm-job", job, "-o", str(tmp_path / "b"), "--json")
+    assert collected.exit_code == 0, collected.output
+    manifest = Manifest.model_validate_json(collected.stdout)
+    assert "slurm/sacct.txt" in {f.path for f in manifest.files}
+    offline = _run("investigate", str(tmp_path / "b"), "--json", "--ledger", ledger)
+    live = _run("investigate", "--slurm-job", job, "--json", "--ledger", ledger)
+    a, b = Report.model_validate_json(offline.stdout), Report.model_validate_json(live.stdout)
+    assert offline.exit_code == live.exit_code == 0
+    assert a.root_cause.category == b.root_cause.category == "gpu_oom"
+    assert (a.root_cause.node, a.root_cause.rank) == (b.root_cause.node, b.root_cause.rank)
+    assert [e.locator for e in a.root_cause.evidence] == [e.locator for e in b.root_cause.evidence]
+    assert a.investigation_id != b.investigation_id
+    # the live bundle is kept beside the ledger, to attach to a ticket
+    kept = [p for p in (tmp_path / "reports").glob(f"slurm-job-{job}-*/bundle")]
+    assert len(kept) == 1 and (kept[0] / "manifest.json").is_file()
+    assert f"bundle collected into {kept[0]}" in live.stderr
+
+
+def test_unknown_job_and_missing_slurm_are_one_line(slurm_env: SlurmCluster, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = str(tmp_path / "l.duckdb")
+    r = _run("investigate", "--slurm-job", "987656", "--ledger", ledger)
+    assert r.exit_code == 2
+    assert r.stderr == "goodput: error: slurm: job 987656: neither scontrol nor sacct knows it\n"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    r = _run("collect", "--slurm-job", "1", "-o", str(tmp_path / "x"))
+    assert r.exit_code == 2 and r.stderr.startswith("goodput: error: slurm: scontrol: not "
+                                                    "installed here")
+    assert len(r.stderr.splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_time_limit_job(slurm_env: SlurmCluster, tmp_path: Path) -> None:
+    """The job the cluster started with (--time=1): the live investigation says time_limit."""
+    job = slurm_env.jobs["timeout"]
+    assert slurm_env.wait_done(job, timeout=180) == "TIMEOUT"
+    r = _run("investigate", "--slurm-job", job, "--json", "--ledger", str(tmp_path / "l.duckdb"))
+    report = json.loads(r.stdout)
+    assert r.exit_code == 0, r.stderr
+    assert report["root_cause"]["category"] == "time_limit"
+    assert report["retry"]["useful"] is True
