@@ -38,6 +38,7 @@ import base64
 import copy
 import json
 import re
+import ssl
 import threading
 import uuid
 from collections.abc import Iterator
@@ -536,8 +537,8 @@ class FixtureKubeAPI:
         with self.lock:
             self.requests.append(rec)
             try:
-                if self.token is not None and \
-                        headers.get("authorization", "") != f"Bearer {self.token}":
+                if self.token is not None and not _bearer_ok(headers.get("authorization", ""),
+                                                             self.token):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
                 code, ctype, payload = self._route(method, url.path, query, headers, body, rec)
             except ApiError as exc:
@@ -789,6 +790,13 @@ class FixtureKubeAPI:
         return current
 
 
+def _bearer_ok(header: str, token: str) -> bool:
+    """`Bearer <token>`; the scheme is case-insensitive (RFC 7235), and the in-cluster loader
+    of the Python client sends `bearer`."""
+    scheme, _, value = header.partition(" ")
+    return scheme.lower() == "bearer" and value.strip() == token
+
+
 def _list_key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -843,18 +851,42 @@ class KubeAPIServer:
 
 
 @contextmanager
-def running_kube_api(cluster: FixtureCluster, **options: Any) -> Iterator[KubeAPIServer]:
-    """The fixture API server over `cluster` on 127.0.0.1 at a free port."""
+def running_kube_api(cluster: FixtureCluster, tls: tuple[Path, Path] | None = None,
+                     **options: Any) -> Iterator[KubeAPIServer]:
+    """The fixture API server over `cluster` on 127.0.0.1 at a free port; HTTPS with
+    `tls` = (certificate, key) PEM files, as a real API server (in-cluster clients use it)."""
     api = FixtureKubeAPI(cluster, **options)
     handler = type("Handler", (_Handler,), {"api": api})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
     host, port = server.server_address[:2]
     api.address = f"{host}:{port}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield KubeAPIServer(f"http://{host}:{port}", api)
+        yield KubeAPIServer(f"{scheme}://{host}:{port}", api)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def self_signed_certificate(workdir: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by `openssl` (Debian's package, installed
+    when absent), for the HTTPS server."""
+    import subprocess
+
+    from tests.servers.debian import ensure_packages
+
+    openssl = ensure_packages(["openssl"], ["openssl"])["openssl"]
+    cert, key = workdir / "apiserver.crt", workdir / "apiserver.key"
+    subprocess.run([str(openssl), "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
+                   capture_output=True, timeout=60)
+    return cert, key

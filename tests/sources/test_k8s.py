@@ -164,3 +164,35 @@ def test_events_by_field_selector_or_one_namespace_list(server, tmp_path, monkey
     assert [r.query.get("fieldSelector") for r in server.requests] == [None]
     assert [e["metadata"]["name"] for e in many] == [e["metadata"]["name"] for e in few] == \
         ["vllm-6d4f9c7b8-x2k9p.18a1"]
+
+
+def test_in_cluster_config_over_https_with_the_service_account_token(tmp_path, monkeypatch):
+    """What a pod sees: KUBERNETES_SERVICE_HOST/PORT, the service account's token, CA
+    certificate and namespace files; the server speaks HTTPS and wants the bearer token."""
+    import kubernetes.config.incluster_config as incluster
+
+    import goodput_agent.sources.k8s as k8s_mod
+    from tests.servers.kube_api import self_signed_certificate
+
+    try:
+        cert, key = self_signed_certificate(tmp_path)
+    except Exception as exc:  # noqa: BLE001 - no openssl and no way to install it
+        pytest.skip(f"no certificate: {exc}")
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text("sa-token-123")
+    (sa / "namespace").write_text("serving\n")
+    with running_kube_api(serving_cluster(), tls=(cert, key), token="sa-token-123") as srv:
+        port = srv.url.rsplit(":", 1)[1]
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+        monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(sa / "token"))
+        monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(cert))
+        monkeypatch.setattr(k8s_mod, "SA_NAMESPACE", sa / "namespace")
+        src = K8sSource.connect()  # no kubeconfig, a service account mounted: in-cluster
+        assert src.where == f"in-cluster (https://127.0.0.1:{port})"
+        assert src.namespace == "serving"
+        wl = src.workload(src.namespace, "vllm")
+        assert names(src.workload_pods(wl)) == ["vllm-6d4f9c7b8-x2k9p"]
+    # every request carried the token (no 401); the kinds tried before Deployment are 404s
+    assert sorted({r.code for r in srv.requests}) == [200, 404]
