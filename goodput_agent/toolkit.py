@@ -7,10 +7,12 @@ Descriptions are data: prompts/tools/<name>.md.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -76,12 +78,32 @@ class ToolPreview(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+# the approval row the gate is executing under (set only by goodput_agent.approval.gate)
+GATE_APPROVAL: ContextVar[int | None] = ContextVar("goodput_gate_approval", default=None)
+
+
 class MutatingTool(Tool[In, Out]):
     """A tool that changes the cluster. It never runs from the planner loop: only
-    goodput_agent.approval.gate executes it, after a valid approval row."""
+    goodput_agent.approval.gate executes it, after a valid approval row. Each subclass's `run`
+    refuses to start unless the gate has set GATE_APPROVAL."""
 
     read_only: ClassVar[bool] = False
     requires: ClassVar[tuple[str, ...]] = ()  # ToolContext fields it acts through: slurm, kube
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        inner = cls.__dict__.get("run")
+        if inner is None:
+            return
+
+        @functools.wraps(inner)
+        def run(self: MutatingTool, ctx: ToolContext, args: Any) -> Any:
+            if GATE_APPROVAL.get() is None:
+                raise PermissionError(f"{self.name} mutates: it runs only through the approval "
+                                      "gate, under a valid approval")
+            return inner(self, ctx, args)
+
+        cls.run = run  # type: ignore[method-assign]
 
     @abstractmethod
     def preview(self, ctx: ToolContext, args: In) -> ToolPreview: ...

@@ -29,7 +29,13 @@ from goodput_agent.approval.store import (
     evidence_binding,
 )
 from goodput_agent.ledger import Ledger
-from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, registry
+from goodput_agent.toolkit import (
+    GATE_APPROVAL,
+    ActionTarget,
+    MutatingTool,
+    ToolContext,
+    registry,
+)
 
 log = structlog.get_logger(__name__)
 DAY = timedelta(days=1)
@@ -337,6 +343,15 @@ def _valid_approval(evs: list[store.Event], tool: str, a_hash: str, ev_digest: s
     return None, why[:1]
 
 
+def _under_approval(approval_id: int, tool: MutatingTool, ctx: ToolContext,
+                    args: BaseModel) -> Any:
+    token = GATE_APPROVAL.set(approval_id)  # in the worker thread that runs the tool
+    try:
+        return tool.run(ctx, args)
+    finally:
+        GATE_APPROVAL.reset(token)
+
+
 def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Policy, *,
                    now: datetime | None = None, args: dict[str, Any] | None = None
                    ) -> Execution:
@@ -366,7 +381,8 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
     output, error = None, None
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            output = pool.submit(tool.run, ctx, parsed).result(timeout=tool.timeout_s)
+            output = pool.submit(_under_approval, approval.id, tool, ctx, parsed).result(
+                timeout=tool.timeout_s)
     except FutureTimeout:
         error = f"timed out after {tool.timeout_s:g} s"
     except Exception as exc:  # noqa: BLE001 - a failed execution is a recorded row

@@ -201,3 +201,14 @@ def test_config_change_writes_only_files_the_policy_names(tmp_path, ledger, poli
     with pytest.raises(GateRefused, match="/etc/hosts is outside the files the policy lets"):
         approve_action(ledger, ids["config_change"], "alice", policy)
     assert recorder.calls == []
+
+
+@pytest.mark.parametrize("tool", MUTATING)
+def test_a_mutating_tool_called_directly_refuses_to_run(tool: str, tmp_path: Path) -> None:
+    """Defense in depth: outside the gate, `run` itself refuses (before touching anything)."""
+    t = registry()[tool]
+    args = t.input_model.model_validate(valid_args(tmp_path)[tool])
+    before = (tmp_path / "job.sbatch").read_text()
+    with pytest.raises(PermissionError, match="only through the approval gate"):
+        t.run(ToolContext(), args)
+    assert (tmp_path / "job.sbatch").read_text() == before
