@@ -12,6 +12,7 @@ a command that failed) is an error in the manifest, and so missing evidence in t
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from contextlib import suppress
@@ -49,10 +50,11 @@ def node_addresses(job: SlurmJob) -> dict[str, list[str]]:
             for record in re.split(r"\n(?=NodeName=)", out.text):
                 if m := _NODE_ADDR.search(record):
                     found[m.group(1)] = [x for x in m.groups()[1:] if x]
-        elif out.name == "nodes.json":
-            for m in re.finditer(r'"name"\s*:\s*"([^"]+)"[^{}]*?"address"\s*:\s*"([^"]+)"',
-                                 out.text):
-                found.setdefault(m.group(1), []).append(m.group(2))
+        elif out.name == "nodes.json":  # scontrol show node --json (23.02+): name, address
+            with suppress(ValueError, AttributeError, TypeError):
+                for node in json.loads(out.text).get("nodes") or []:
+                    found[str(node["name"])] = [str(node[k]) for k in ("address", "hostname")
+                                                if isinstance(node.get(k), str)]
     return found
 
 

@@ -261,19 +261,13 @@ class SlurmCLI:
         `sacct -c` (jobcomp) where there is no accounting storage."""
         job_id = _check_job_id(job_id)
         what = f"sacct of job {job_id}"
-        if self.json_ok:
-            try:
-                return self.output("sacct.json", what, ["sacct", "-j", job_id, "--json"])
-            except SourceError as exc:
-                if not _NO_ACCOUNTING.search(exc.message):
-                    raise
-        else:
-            try:
-                return self.output("sacct.txt", what, ["sacct", "-j", job_id, "-P",
-                                                       f"--format={SACCT_FIELDS}"])
-            except SourceError as exc:
-                if not _NO_ACCOUNTING.search(exc.message):
-                    raise
+        try:
+            return self._json_or_text(
+                ("sacct.json", what, ["sacct", "-j", job_id, "--json"]),
+                ("sacct.txt", what, ["sacct", "-j", job_id, "-P", f"--format={SACCT_FIELDS}"]))
+        except SourceError as exc:
+            if not _NO_ACCOUNTING.search(exc.message):
+                raise
         return self.output("sacct.txt", what + " (jobcomp record: no accounting storage)",
                            ["sacct", "-c", "-j", job_id, "-P",
                             f"--format={SACCT_JOBCOMP_FIELDS}"])
@@ -284,11 +278,24 @@ class SlurmCLI:
                            ["scontrol", "show", "job", job_id])
 
     def show_nodes(self, nodes: list[str]) -> SlurmOutput:
+        what = "node states and reasons"
+        return self._json_or_text(
+            ("nodes.json", what, ["scontrol", "show", "node", ",".join(nodes), "--json"]),
+            ("scontrol_nodes.txt", what, ["scontrol", "show", "node", ",".join(nodes)]))
+
+    def _json_or_text(self, as_json: tuple[str, str, list[str]],
+                      as_text: tuple[str, str, list[str]]) -> SlurmOutput:
+        """JSON where this version has it; the text form where it has not, or where this
+        build lacks the JSON plugin (the command then fails with a plain error)."""
         if self.json_ok:
-            return self.output("nodes.json", "node states and reasons",
-                               ["scontrol", "show", "node", ",".join(nodes), "--json"])
-        return self.output("scontrol_nodes.txt", "node states and reasons",
-                           ["scontrol", "show", "node", ",".join(nodes)])
+            try:
+                return self.output(*as_json)
+            except (NotInstalled, NotFound, Unreachable, TimedOut, Forbidden):
+                raise
+            except SourceError as exc:
+                if _NO_ACCOUNTING.search(exc.message):
+                    raise
+        return self.output(*as_text)
 
     def node_reasons(self) -> SlurmOutput:
         """Every node that is down, drained or failing, with its reason (`sinfo -R`)."""

@@ -47,9 +47,12 @@ def test_completed_and_failed_jobs_with_steps(slurm_cluster: SlurmCluster) -> No
     # srun's step: the highest task exit code (node 1 exits 3, node 0 exits 2)
     assert steps[f"{bad}.0"].exit_code == 3 and steps[f"{bad}.0"].nodes == failed.nodes
     names = [o.name for o in failed.outputs]
-    assert names == ["scontrol_job.txt", "sacct.txt", "scontrol_nodes.txt", "sinfo_R.txt"]
-    sacct = next(o for o in failed.outputs if o.name == "sacct.txt")
-    assert sacct.argv[:3] == ["sacct", "-j", bad] and f"{bad}.0|" in sacct.text
+    if src.cli.json_ok:  # Slurm 23.02 and later
+        assert names == ["scontrol_job.txt", "sacct.json", "nodes.json", "sinfo_R.txt"]
+    else:  # Debian bookworm's 22.05: the text forms
+        assert names == ["scontrol_job.txt", "sacct.txt", "scontrol_nodes.txt", "sinfo_R.txt"]
+        sacct = next(o for o in failed.outputs if o.name == "sacct.txt")
+        assert sacct.argv[:3] == ["sacct", "-j", bad] and f"{bad}.0|" in sacct.text
     assert failed.problems == []
 
 
