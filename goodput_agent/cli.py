@@ -18,6 +18,7 @@ from goodput_agent.cli_actions import (
     actions_cmd,
     approve_cmd,
     policy_group,
+    propose_cmd,
     reject_cmd,
     verify_cmd,
 )
@@ -360,7 +361,7 @@ cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
 cli.add_command(node_health)
-for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group):
+for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
     cli.add_command(_cmd)
 
 

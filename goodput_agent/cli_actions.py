@@ -339,3 +339,49 @@ def render_verification(r: Any, console: Console) -> None:
         console.print(t)
     for n in [*r.notes, *(f"evidence: {e}" for e in r.evidence[:10])]:
         console.print(f"[dim]{escape(n)}[/]")
+
+
+@click.command("propose")
+@click.argument("investigation_id")
+@click.argument("tool")
+@click.option("--args", "args_json", required=True, metavar="JSON",
+              help='The exact arguments, e.g. \'{"path": "job.sbatch", "edits": [...]}\'.')
+@click.option("--why", required=True, help="The rationale, kept in the ledger.")
+@click.option("--as", "author", required=True, help="Who proposes it.")
+@click.option("--claim", "claim_ids", type=int, multiple=True,
+              help="Claim(s) it rests on (default: the investigation's verdict claim).")
+@json_option
+@ledger_option
+def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, author: str,
+                claim_ids: tuple[int, ...], as_json: bool, ledger_path: Path | None) -> None:
+    """Record an exact proposal a person completes (the remedy says a config change in words;
+    this names the file and the edits). It still needs an approval to run."""
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.toolkit import MutatingTool, registry
+
+    t = registry().get(tool)
+    if not isinstance(t, MutatingTool):
+        raise BadInput(f"{tool}: not a mutating tool; known: "
+                       f"{', '.join(sorted(n for n, x in registry().items() if not x.read_only))}")
+    try:
+        args = json.loads(args_json)
+        t.input_model.model_validate(args)
+    except ValueError as exc:  # JSON and pydantic errors alike
+        raise BadInput(f"--args: not valid arguments for {tool}: "
+                       f"{str(exc).splitlines()[0][:300]}") from None
+    with open_ledger(_ledger_path(ledger_path)) as lg:
+        claims = list(claim_ids) or [r["id"] for r in lg.rows(
+            "SELECT id FROM claims WHERE investigation_id = ? ORDER BY id LIMIT 1",
+            [investigation_id])]
+        known = {r["id"] for r in lg.rows("SELECT id FROM claims WHERE investigation_id = ?",
+                                          [investigation_id])}
+        if not claims or not set(claims) <= known:
+            raise BadInput(f"{lg.path}: investigation {investigation_id} has no claim "
+                           f"{sorted(set(claims) - known) or ''}".rstrip())
+        aid = lg.record_action(investigation_id, tool, args, True,
+                               f"proposed by {author.strip()}: {why.strip()}", claims)
+    if as_json:
+        _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims})
+    else:
+        click.echo(f"action {aid} proposed: {tool} {json.dumps(args)} (approve with "
+                   f"`goodput approve {aid} --as NAME`)")

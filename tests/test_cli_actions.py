@@ -81,3 +81,30 @@ def test_the_planner_loop_refuses_every_mutating_tool(tmp_path: Path, monkeypatc
             step = execute(ToolCall(tool=name, args=args[name]), ToolContext(), lg, inv, i + 1)
             assert step.error and "approval gate" in step.error and step.output is None
     assert rec.calls == [] and {n for n, t in registry().items() if not t.read_only} == set(args)
+
+
+def test_propose_completes_a_proposal_that_still_needs_approval(tmp_path: Path) -> None:
+    ledger, policy = tmp_path / "l.duckdb", tmp_path / "policy.yaml"
+    policy.write_text(policy_text())
+    script = tmp_path / "run.sbatch"
+    script.write_text("#SBATCH --mem=64G\n")
+    with Ledger(ledger) as lg:
+        inv, _ = make_investigation(lg, "host_oom", {})
+    args = {"path": str(script), "edits": [{"old": "--mem=64G", "new": "--mem=96G"}]}
+    base = ["--ledger", str(ledger)]
+    r = CliRunner().invoke(cli, ["propose", inv, "config_change", "--args", json.dumps(args),
+                                 "--why", "raise the memory limit", "--as", "bob", "--json",
+                                 *base])
+    assert r.exit_code == 0, r.output
+    aid = json.loads(r.output)["action_id"]
+    assert script.read_text() == "#SBATCH --mem=64G\n"  # proposing runs nothing
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--policy",
+                                 str(policy), *base])
+    assert r.exit_code == 0, r.output
+    assert script.read_text() == "#SBATCH --mem=96G\n"
+    bad = CliRunner().invoke(cli, ["propose", inv, "config_change", "--args", '{"path": 1}',
+                                   "--why", "x", "--as", "bob", *base])
+    assert bad.exit_code == 2 and "not valid arguments for config_change" in bad.output
+    bad = CliRunner().invoke(cli, ["propose", inv, "bundle_inventory", "--args", "{}",
+                                   "--why", "x", "--as", "bob", *base])
+    assert bad.exit_code == 2 and "not a mutating tool" in bad.output
