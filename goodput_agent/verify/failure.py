@@ -49,8 +49,10 @@ def last_step(root: Path | None) -> int | None:
 
 
 def out_of_service(node: dict) -> bool:
-    """A DRAIN/DOWN/FAIL state, or a row of `sinfo -R` (which lists only such nodes; without a
-    STATE column its rows carry just the reason)."""
+    """A DRAIN/DOWN/FAIL state, a row of `sinfo -R` (which lists only such nodes; without a
+    STATE column its rows carry just the reason), or a cordoned Kubernetes node."""
+    if node.get("unschedulable"):  # a cordoned Kubernetes node
+        return True
     state = str(node.get("state") or "").upper()
     return any(s in state for s in OUT_OF_SERVICE) or (not state and bool(node.get("reason")))
 
