@@ -25,11 +25,3 @@ def test_grade_by_share_of_the_excess() -> None:
     assert grade(10, 5.0, 5.0, False)[0] == "not_recovered"  # not significant
     assert grade(10, 6.0, None, True) == ("partly", None)  # no healthy reference
 
-
-def test_a_node_is_out_of_service_when_drained_listed_by_sinfo_r_or_cordoned() -> None:
-    from goodput_agent.verify.failure import out_of_service
-
-    assert out_of_service({"state": "IDLE+DRAIN"}) and out_of_service({"state": "DOWN"})
-    assert out_of_service({"state": "", "reason": "goodput: Xid 79"})  # a sinfo -R row
-    assert out_of_service({"name": "n", "ready": True, "unschedulable": True})
-    assert not out_of_service({"state": "IDLE"}) and not out_of_service({"unschedulable": False})
