@@ -130,6 +130,11 @@ def collect_k8s(writer: BundleWriter, src: K8sSource, target: K8sTarget,
         writer.source_error(f"the pods of {target.pod or target.job} (and with them their "
                             "events, nodes and logs)", exc)
         return out
+    # the pods' own controllers too (a JobSet's child Jobs, a Deployment's ReplicaSets):
+    # BackoffLimitExceeded, DeadlineExceeded and FailedCreate are their events
+    involved |= {(str(ref.get("kind")), str(ref.get("name"))) for p in out.pods
+                 for ref in (p.get("metadata") or {}).get("ownerReferences") or []
+                 if isinstance(ref, dict)}
     _write(writer, src, "k8s/pods.json", f"pods of {target.pod or target.job}", query,
            as_list(out.pods, "v1", "Pod"))
     out.window = pods_window(out.pods, now)

@@ -180,3 +180,12 @@ def test_dcgm_series_of_the_pods_nodes_join_the_bundle(tmp_path):
     # host_oom (test_deployment_pod_restarted_after_oom)
     assert (report.root_cause.category, report.root_cause.node) == ("gpu_hardware",
                                                                     "gpu-node-07")
+
+
+def test_events_of_the_pods_own_controllers(tmp_path):
+    """A JobSet's child Jobs say BackoffLimitExceeded: their events join; another Job's not."""
+    with running_kube_api(serving_cluster()) as srv:
+        bundle = collect(srv, tmp_path, K8sTarget(job="train/pretrain"))
+    events = json.loads((bundle / "k8s/events.json").read_text())["items"]
+    assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events] == \
+        [("Job", "pretrain-workers-1"), ("Node", "gpu-node-07")]

@@ -122,6 +122,19 @@ def serving_cluster() -> FixtureCluster:
                     "batch.kubernetes.io/job-name": f"pretrain-workers-{i}"},
                    "gpu-node-07", ["trainer"], [_running("trainer")],
                    ("batch/v1", "Job", f"pretrain-workers-{i}")))
+    c.add({"apiVersion": "v1", "kind": "Event",
+           "metadata": {"name": "pretrain-workers-1.18b1", "namespace": "train"},
+           "involvedObject": {"apiVersion": "batch/v1", "kind": "Job",
+                              "name": "pretrain-workers-1", "namespace": "train"},
+           "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff "
+                                                       "limit", "type": "Warning", "count": 1,
+           "firstTimestamp": "2026-03-02T09:31:00Z", "source": {"component": "job-controller"}})
+    c.add({"apiVersion": "v1", "kind": "Event",
+           "metadata": {"name": "other-job.18b2", "namespace": "train"},
+           "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": "other-job",
+                              "namespace": "train"},
+           "reason": "BackoffLimitExceeded", "message": "not this JobSet's", "type": "Warning",
+           "firstTimestamp": "2026-03-02T09:20:00Z", "source": {"component": "job-controller"}})
     c.add({"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"name": "finetune", "namespace": "train", "uid": JOB_UID},
            "spec": {"completions": 2, "parallelism": 2, "completionMode": "Indexed",
