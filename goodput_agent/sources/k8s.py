@@ -21,6 +21,7 @@ compares them).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,6 @@ class K8sSource:
         self.page_size = page_size
         self.max_items = max_items
         self.truncated: list[str] = []  # lists that hit max_items
-        self.calls: list[str] = []  # every API call made, for the manifest
 
     # ---- construction
 
@@ -187,7 +187,6 @@ class K8sSource:
         from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
         from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-        self.calls.append(what)
         try:
             resp = fn(*args, _preload_content=False, _request_timeout=self.timeout_s, **kwargs)
             data = resp.data
@@ -291,7 +290,7 @@ class K8sSource:
     # ---- events and nodes
 
     def events(self, namespace: str, involved: set[tuple[str, str]],
-               nodes: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+               nodes: Collection[str] = ()) -> list[dict[str, Any]]:
         """Events in `namespace` whose involvedObject (kind, name) is in `involved`, and
         events about `nodes` in any namespace. Up to PER_OBJECT_EVENTS objects are asked
         one by one (a field selector: the server filters); more, and the namespace's events
