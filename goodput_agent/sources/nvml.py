@@ -152,6 +152,8 @@ def read_gpu(nvml: Any, index: int) -> tuple[GpuHealth, Any]:
     r = _Reader(nvml, gpu)
     handle = r("handle", nvml.nvmlDeviceGetHandleByIndex, index)
     if handle is None:
+        gpu.problems = [f"handle: NVML cannot open this GPU "
+                        f"({gpu.errors.get('handle', 'not supported')})"]
         return gpu, None
     name = r("name", nvml.nvmlDeviceGetName, handle)
     gpu.name = _text(name) if name is not None else None
@@ -235,7 +237,8 @@ def _read_nvlinks(nvml: Any, r: _Reader, handle: Any) -> list[dict[str, Any]] | 
 
 
 def problems(gpu: GpuHealth) -> list[str]:
-    out = []
+    lost = sorted(f for f, e in gpu.errors.items() if "GPU is lost" in e)
+    out = [f"{lost[0]}: GPU is lost (fell off the bus; the node needs a reset)"] if lost else []
     if gpu.ecc_volatile and gpu.ecc_volatile["uncorrected"]:
         out.append(f"ecc_volatile: {gpu.ecc_volatile['uncorrected']} uncorrectable ECC errors "
                    "since the driver loaded")

@@ -115,3 +115,23 @@ def test_no_wait_registers_nothing(monkeypatch):
     calls = install(monkeypatch, fleet()[:1], events=[(0, 48)])
     node = read_node(xid_wait_ms=0)
     assert node.xid_events == [] and calls["registered"] == []
+
+
+def test_a_lost_gpu_is_a_problem_and_the_others_still_read(monkeypatch):
+    lost = FakeGpu(bus_id=b"00000000:2A:00.0", power_mw=err(N.NVML_ERROR_GPU_IS_LOST))
+    install(monkeypatch, [FakeGpu(), lost])
+    original = N.nvmlDeviceGetHandleByIndex
+
+    def handle(i: int):  # a third GPU NVML cannot even open
+        if i == 2:
+            raise N.NVMLError(N.NVML_ERROR_GPU_IS_LOST)
+        return original(i)
+
+    monkeypatch.setattr(N, "nvmlDeviceGetHandleByIndex", handle)
+    monkeypatch.setattr(N, "nvmlDeviceGetCount", lambda: 3)
+    node = read_node(xid_wait_ms=0)
+    assert node.gpus[0].problems == []
+    assert node.gpus[1].problems == ["power_w: GPU is lost (fell off the bus; the node needs a "
+                                     "reset)"]
+    assert node.gpus[1].temperature_c == 41
+    assert node.gpus[2].problems == ["handle: NVML cannot open this GPU (GPU is lost)"]
