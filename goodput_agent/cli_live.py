@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from goodput_agent.cli_k8s import K8sArgs, collect_k8s_bundle, k8s_options
@@ -26,17 +27,18 @@ def _slurm_cli(timeout_s: float):  # noqa: ANN202 - a SlurmCLI
 
 
 def render_manifest(m: Manifest, root: Path, console: Console) -> None:
-    t = Table(title=f"Collected into {root}")
+    """Names and messages come from the cluster: shown escaped, never as markup."""
+    t = Table(title=escape(f"Collected into {root}"))
     for col in ("file", "what", "bytes", "from"):
         t.add_column(col)
     for f in m.files:
-        t.add_row(f.path, f.what + (" (redacted)" if f.redacted else "")
-                  + (f" (cut: {f.truncated})" if f.truncated else ""), str(f.bytes),
-                  f.command or f.query or f.origin or "")
+        t.add_row(*map(escape, (f.path, f.what + (" (redacted)" if f.redacted else "")
+                                + (f" (cut: {f.truncated})" if f.truncated else ""),
+                                str(f.bytes), f.command or f.query or f.origin or "")))
     console.print(t)
     for e in m.errors:
-        console.print(f"[yellow]missing:[/] {e.what} — {e.source} {e.kind.replace('_', ' ')}: "
-                      f"{e.error}", highlight=False, markup=True)
+        console.print("[yellow]missing:[/] " + escape(
+            f"{e.what} — {e.source} {e.kind.replace('_', ' ')}: {e.error}"), highlight=False)
 
 
 @click.command("collect")

@@ -71,3 +71,24 @@ def test_time_limit_job(slurm_env: SlurmCluster, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     assert report["root_cause"]["category"] == "time_limit"
     assert report["retry"]["useful"] is True
+
+
+def test_manifest_text_is_shown_escaped() -> None:
+    """Paths and messages come from the cluster: '[/bold]' is text, not markup (which would
+    raise), and '[red]' stays visible."""
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from goodput_agent.cli_live import render_manifest
+    from goodput_agent.collect.base import CollectedFile, CollectError
+
+    now = datetime.now(UTC)
+    m = Manifest(created_at=now, host="h", files=[CollectedFile(
+        path="logs/[/bold]x.out", source="slurm", what="stdout [red]", collected_at=now)],
+        errors=[CollectError(source="kernel_log", what="kernel log of n[/i]", kind="empty",
+                             error="none")])
+    console = Console(record=True, width=200)
+    render_manifest(m, Path("/b"), console)
+    text = console.export_text()
+    assert "logs/[/bold]x.out" in text and "stdout [red]" in text and "n[/i]" in text
