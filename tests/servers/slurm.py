@@ -10,6 +10,13 @@ CPUs/GPUs than the host has; GRES GPU device files must be device nodes or links
 /dev/null here); `ReturnToService=1` keeps a node set down down; a second munged's socket must be
 named for slurmdbd too (`AccountingStoragePass=<socket>`), and `StorageHost=127.0.0.1`. Jobs
 are also recorded by jobcomp/filetxt, which `sacct -c` reads.
+
+The session fixture `slurm_cluster` is shared by every test that needs Slurm. Tests that change
+node states (drain, down) must put them back (`cluster.resume_all()`), or use `fresh_nodes()`.
+A job that runs into its time limit is submitted when the cluster starts (limits are whole
+minutes, checked every ~30 s: it ends ~80 s later), so waiting for it overlaps other tests; it
+runs on gpu-node-04 (`cluster.jobs["timeout"]`): draining that node is fine, setting it DOWN
+would end the job early.
 """
 
 from __future__ import annotations
