@@ -19,7 +19,7 @@ from goodput_agent.sources.errors import NotFound
 from goodput_agent.sources.k8s import K8sSource
 from tests.servers.debian import free_port
 from tests.servers.kube_api import FixtureCluster, running_kube_api
-from tests.servers.kube_fixtures import serving_cluster
+from tests.servers.kube_fixtures import HF_TOKEN, serving_cluster
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
 NOW = datetime(2026, 3, 2, 9, 40, tzinfo=UTC)  # the fixture cluster's present
@@ -83,8 +83,11 @@ def test_deployment_pod_restarted_after_oom(tmp_path):
     assert sorted(e["involvedObject"]["name"] for e in events) == ["gpu-node-07", pod]
     assert (bundle / f"logs/previous/{pod}.log").read_text().startswith(
         "2026-03-02T09:20:01Z INFO Starting vLLM API server")
+    text = (bundle / "k8s/pods.json").read_text()
+    assert HF_TOKEN not in text and '"VLLM_PORT"' in text  # the secret env value redacted
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["errors"] == []
+    assert [f["redacted"] for f in manifest["files"] if f["path"] == "k8s/pods.json"] == [True]
     # from the first pod start to now (a container still runs), 5 minutes' margin each side
     assert manifest["window"] == {"start": "2026-03-02T08:55:05Z", "end": "2026-03-02T09:45:00Z"}
     assert {f["query"] for f in manifest["files"]} >= {

@@ -15,6 +15,7 @@ from typing import Any
 from tests.servers.kube_api import FixtureCluster
 
 JOB_UID = "5f0c3a52-9f1e-4a57-8d1b-2f6a1c0e7b11"
+HF_TOKEN = "hf_fixtureSecretValue0123456789abcdef"  # a secret in a pod's env: never in a bundle
 
 
 def _pod(name: str, ns: str, labels: dict[str, str], node: str, containers: list[str],
@@ -72,10 +73,13 @@ def serving_cluster() -> FixtureCluster:
                                         "startedAt": "2026-03-02T09:20:00Z",
                                         "finishedAt": "2026-03-02T09:31:12Z",
                                         "containerID": "containerd://abc"}}}
-    c.add(_pod("vllm-6d4f9c7b8-x2k9p", "serving", {"app": "vllm", "pod-template-hash":
-                                                   "6d4f9c7b8"}, "gpu-node-07",
-               ["vllm", "proxy"], [oom, _running("proxy")],
-               ("apps/v1", "ReplicaSet", "vllm-6d4f9c7b8")))
+    vllm = _pod("vllm-6d4f9c7b8-x2k9p", "serving", {"app": "vllm", "pod-template-hash":
+                                                    "6d4f9c7b8"}, "gpu-node-07",
+                ["vllm", "proxy"], [oom, _running("proxy")],
+                ("apps/v1", "ReplicaSet", "vllm-6d4f9c7b8"))
+    vllm["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": HF_TOKEN},
+                                            {"name": "VLLM_PORT", "value": "8000"}]
+    c.add(vllm)
     c.add(_pod("other-0", "serving", {"app": "other"}, "gpu-node-07", ["main"],
                [_running("main")]))
     c.add_log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm",
