@@ -189,18 +189,29 @@ class SlurmCLI:
         self.timeout_s = timeout_s
         self._controller_down: Unreachable | TimedOut | None = None
 
+    def _exec(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        command = shlex.join(argv)
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                                  timeout=self.timeout_s, check=False)
+        except FileNotFoundError:
+            raise NotInstalled(SOURCE, f"{argv[0]}: not installed here (is this a Slurm login "
+                               "node? PATH?)", command) from None
+        except PermissionError:
+            raise Forbidden(SOURCE, f"{argv[0]}: permission denied", command) from None
+        except subprocess.TimeoutExpired:
+            raise TimedOut(SOURCE, f"`{command}` did not answer in {self.timeout_s:g} s",
+                           command) from None
+
     def run(self, argv: list[str]) -> Any:
-        """The approval runner's protocol (.run(argv) -> CommandResult), for mutating tools."""
+        """The approval runner's protocol (.run(argv) -> CommandResult), for mutating tools:
+        a failing command is a result (rc, stderr), a missing one an error."""
         from goodput_agent.approval.runner import CommandResult
 
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
-                               timeout=self.timeout_s, check=False)
-        except FileNotFoundError:
-            raise NotInstalled(SOURCE, f"{argv[0]}: not installed here", shlex.join(argv)) \
-                from None
-        except subprocess.TimeoutExpired:
-            return CommandResult(argv=argv, rc=124, stderr=f"timed out after {self.timeout_s} s")
+            p = self._exec(argv)
+        except TimedOut as exc:
+            return CommandResult(argv=argv, rc=124, stderr=exc.message)
         return CommandResult(argv=argv, rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
 
     def call(self, argv: list[str]) -> tuple[str, float]:
@@ -211,30 +222,16 @@ class SlurmCLI:
             # once found down, at once: a dead controller costs one timeout, not one per command
             down = self._controller_down
             raise type(down)(SOURCE, f"{argv[0]}: not asked: {down.message}", command)
+        t0 = time.perf_counter()
         try:
-            return self._call(argv, command)
+            p = self._exec(argv)
+            if p.returncode != 0:
+                raise classify_failure(argv, p.returncode, p.stderr or p.stdout)
         except (Unreachable, TimedOut) as exc:
             if talks_to_controller:
                 self._controller_down = exc
             raise
-
-    def _call(self, argv: list[str], command: str) -> tuple[str, float]:
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, env=self.env,
-                               timeout=self.timeout_s, check=False)
-        except FileNotFoundError:
-            raise NotInstalled(SOURCE, f"{argv[0]}: not installed here (is this a Slurm login "
-                               "node? PATH?)", command) from None
-        except PermissionError:
-            raise Forbidden(SOURCE, f"{argv[0]}: permission denied", command) from None
-        except subprocess.TimeoutExpired:
-            raise TimedOut(SOURCE, f"`{command}` did not answer in {self.timeout_s:g} s",
-                           command) from None
-        seconds = time.perf_counter() - t0
-        if p.returncode != 0:
-            raise classify_failure(argv, p.returncode, p.stderr or p.stdout)
-        return p.stdout, seconds
+        return p.stdout, time.perf_counter() - t0
 
     @cached_property
     def version(self) -> tuple[int, int]:
