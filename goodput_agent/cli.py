@@ -182,6 +182,8 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
         k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too
         _show(investigate_k8s(k8s, ledger_path, kind, pictures_dir, timeout_s, claude), as_json)
     if slurm_job:
+        if bundle is not None or prometheus_url:
+            raise click.UsageError("give a bundle, --slurm-job or --prometheus, one of them")
         from goodput_agent.cli_live import investigate_slurm_job
 
         _show(investigate_slurm_job(slurm_job, ledger_path, kind, pictures_dir, timeout_s,

@@ -92,3 +92,8 @@ def test_manifest_text_is_shown_escaped() -> None:
     render_manifest(m, Path("/b"), console)
     text = console.export_text()
     assert "logs/[/bold]x.out" in text and "stdout [red]" in text and "n[/i]" in text
+
+
+def test_slurm_job_and_a_bundle_together_is_a_usage_error(tmp_path: Path) -> None:
+    r = _run("investigate", str(tmp_path), "--slurm-job", "12")
+    assert r.exit_code == 2 and "one of them" in r.stderr
