@@ -361,16 +361,21 @@ def pod_nodes(pods: list[dict[str, Any]]) -> set[str]:
 
 
 def containers_with_logs(pod: dict[str, Any]) -> list[tuple[str, bool]]:
-    """(container, has a previous instance) for each container that ran: the previous log
-    exists only where the container restarted (restartCount > 0 / lastState.terminated)."""
+    """(container, has a distinct previous log) for each container with a log, as the kubelet
+    serves them: a running or terminated container's log is its own, and `previous` is the
+    instance before it (lastState.terminated); a container waiting to restart
+    (CrashLoopBackOff) has only its last run's log, served as the current one (asking for
+    --previous gives the same run); a container that never started has none."""
     out = []
     statuses = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses")
                 or [] if isinstance(s, dict)}
     for c in (pod.get("spec") or {}).get("containers") or []:
-        st = statuses.get(c.get("name")) or {}
-        ran = bool(st.get("state", {}).get("running") or st.get("state", {}).get("terminated")
-                   or st.get("lastState", {}).get("terminated"))
-        restarted = bool(st.get("restartCount") or st.get("lastState", {}).get("terminated"))
-        if ran or not st:
-            out.append((str(c.get("name")), restarted))
+        st = statuses.get(c.get("name"))
+        if st is None:  # no status reported: ask, the server says what it has
+            out.append((str(c.get("name")), False))
+            continue
+        state, last = st.get("state") or {}, st.get("lastState") or {}
+        live = "running" in state or "terminated" in state
+        if live or "terminated" in last:
+            out.append((str(c.get("name")), live and "terminated" in last))
     return out

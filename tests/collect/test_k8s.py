@@ -76,13 +76,15 @@ def test_deployment_pod_restarted_after_oom(tmp_path):
     pod = "vllm-6d4f9c7b8-x2k9p"
     assert files == sorted(["incident.yaml", "k8s/events.json", "k8s/nodes.json",
                             "k8s/pods.json", f"logs/{pod}.log", f"logs/{pod}_proxy.log",
-                            f"logs/previous/{pod}.log", "manifest.json"])
+                            f"logs/previous/{pod}_proxy.log", "manifest.json"])
     pods = json.loads((bundle / "k8s/pods.json").read_text())
     assert pods["kind"] == "List" and pods["items"][0]["kind"] == "Pod"  # kubectl's shape
     events = json.loads((bundle / "k8s/events.json").read_text())["items"]
     assert sorted(e["involvedObject"]["name"] for e in events) == ["gpu-node-07", pod]
-    assert (bundle / f"logs/previous/{pod}.log").read_text().startswith(
+    # vllm waits to restart: its log is the last (OOMKilled) run's; the proxy restarted once
+    assert (bundle / f"logs/{pod}.log").read_text().startswith(
         "2026-03-02T09:20:01Z INFO Starting vLLM API server")
+    assert "refused, exiting" in (bundle / f"logs/previous/{pod}_proxy.log").read_text()
     text = (bundle / "k8s/pods.json").read_text()
     assert HF_TOKEN not in text and '"VLLM_PORT"' in text  # the secret env value redacted
     manifest = json.loads((bundle / "manifest.json").read_text())
@@ -112,7 +114,7 @@ def test_forbidden_logs_and_nodes_are_named_as_missing_evidence(tmp_path):
     assert sorted((e["kind"], e["what"]) for e in manifest["errors"]) == [
         ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c proxy"),
         ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c vllm"),
-        ("forbidden", "previous log of serving/vllm-6d4f9c7b8-x2k9p -c vllm"),
+        ("forbidden", "previous log of serving/vllm-6d4f9c7b8-x2k9p -c proxy"),
         ("forbidden", "the nodes the pods ran on")]
     report = investigate(bundle, tmp_path)
     assert report.root_cause.category == "host_oom"  # the pods still say OOMKilled

@@ -701,7 +701,8 @@ class FixtureKubeAPI:
         if container not in names + init:
             raise _bad(f"container {container} is not valid for pod {name}")
         previous = query.get("previous", ["false"])[0] in ("true", "1")
-        lines = self.cluster.logs.get((namespace, name, container, previous))
+        lines = self.cluster.logs.get((namespace, name, container,
+                                       _log_instance(pod, container, name, previous)))
         if lines is None:
             if previous:
                 raise _bad(f'previous terminated container "{container}" in pod "{name}" '
@@ -788,6 +789,24 @@ class FixtureKubeAPI:
         if not dry_run:
             meta["resourceVersion"] = str(self.cluster.resource_version)
         return current
+
+
+def _log_instance(pod: dict[str, Any], container: str, name: str, previous: bool) -> bool:
+    """Which stored log answers, as the kubelet chooses (validateContainerLogStatus): with
+    previous, the last terminated instance; else the running or terminated one, else — a
+    container waiting to restart (CrashLoopBackOff) — the last terminated instance again; a
+    container waiting with no earlier instance has no log (400). True: the 'previous' log."""
+    statuses = [s for group in ("initContainerStatuses", "containerStatuses")
+                for s in (pod.get("status") or {}).get(group) or [] if s.get("name") == container]
+    if previous or not statuses:
+        return previous
+    state, last = statuses[0].get("state") or {}, statuses[0].get("lastState") or {}
+    if "running" in state or "terminated" in state:
+        return False
+    if "terminated" in last:
+        return True
+    reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
+    raise _bad(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
 
 
 def _bearer_ok(header: str, token: str) -> bool:

@@ -73,9 +73,14 @@ def serving_cluster() -> FixtureCluster:
                                         "startedAt": "2026-03-02T09:20:00Z",
                                         "finishedAt": "2026-03-02T09:31:12Z",
                                         "containerID": "containerd://abc"}}}
+    proxy = {**_running("proxy", "2026-03-02T09:05:00Z"), "restartCount": 1,
+             "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                                          "startedAt": "2026-03-02T09:00:10Z",
+                                          "finishedAt": "2026-03-02T09:04:58Z",
+                                          "containerID": "containerd://def"}}}
     vllm = _pod("vllm-6d4f9c7b8-x2k9p", "serving", {"app": "vllm", "pod-template-hash":
                                                     "6d4f9c7b8"}, "gpu-node-07",
-                ["vllm", "proxy"], [oom, _running("proxy")],
+                ["vllm", "proxy"], [oom, proxy],
                 ("apps/v1", "ReplicaSet", "vllm-6d4f9c7b8"))
     vllm["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": HF_TOKEN},
                                             {"name": "VLLM_PORT", "value": "8000"}]
@@ -86,7 +91,10 @@ def serving_cluster() -> FixtureCluster:
               "2026-03-02T09:20:01Z INFO Starting vLLM API server\n"
               "2026-03-02T09:31:11Z INFO Avg prompt throughput: 1200 tokens/s\n", previous=True)
     c.add_log("serving", "vllm-6d4f9c7b8-x2k9p", "proxy",
-              "2026-03-02T09:00:11Z proxy listening on :8080\n")
+              "2026-03-02T09:05:01Z proxy listening on :8080\n")
+    c.add_log("serving", "vllm-6d4f9c7b8-x2k9p", "proxy",
+              "2026-03-02T09:04:58Z proxy: upstream vllm:8000 refused, exiting\n",
+              previous=True)
     c.add({"apiVersion": "v1", "kind": "Event",
            "metadata": {"name": "vllm-6d4f9c7b8-x2k9p.18a1", "namespace": "serving"},
            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "vllm-6d4f9c7b8-x2k9p",

@@ -37,6 +37,12 @@ def fixture_cluster() -> FixtureCluster:
     c.add({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "two", "namespace": "ml"},
            "spec": {"containers": [{"name": "a"}, {"name": "b"}]}, "status": {}})
+    c.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending", "namespace": "q"},
+           "spec": {"containers": [{"name": "main"}]},
+           "status": {"containerStatuses": [{
+               "name": "main", "image": "main:1", "imageID": "", "ready": False,
+               "restartCount": 0, "started": False, "lastState": {},
+               "state": {"waiting": {"reason": "ContainerCreating"}}}]}})
     c.add({"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "vllm", "namespace": "serve"},
            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "vllm"}},
@@ -121,6 +127,10 @@ def test_pod_logs(server):
         log("train-0", "ml", previous=True)
     assert status_of(err.value)["message"] == \
         'previous terminated container "main" in pod "train-0" not found'
+    with pytest.raises(ApiException) as err:
+        log("pending", "q")
+    assert status_of(err.value)["message"] == \
+        'container "main" in pod "pending" is waiting to start: ContainerCreating'
     with pytest.raises(ApiException) as err:
         log("two", "ml")
     assert "a container name must be specified for pod two, choose one of: [a b]" in \

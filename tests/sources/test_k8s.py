@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.sources.errors import Forbidden, NotFound, TimedOut, Unreachable
-from goodput_agent.sources.k8s import K8sSource, selector_text, split_ref
+from goodput_agent.sources.k8s import (
+    K8sSource,
+    containers_with_logs,
+    selector_text,
+    split_ref,
+)
 from tests.servers.debian import free_port
 from tests.servers.kube_api import running_kube_api
 from tests.servers.kube_fixtures import JOB_UID, serving_cluster
@@ -98,7 +103,12 @@ def test_events_nodes_and_logs(server, tmp_path):
         "OOMKilled"
     prev = src.log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm", previous=True, tail_lines=1)
     assert prev == "2026-03-02T09:31:11Z INFO Avg prompt throughput: 1200 tokens/s\n"
-    assert src.log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm") == ""
+    # waiting to restart (CrashLoopBackOff): the current log is the last run's, as the kubelet
+    # serves it; a restarted running container has a distinct previous log
+    assert src.log("serving", "vllm-6d4f9c7b8-x2k9p", "vllm", tail_lines=1) == prev
+    assert src.log("serving", "vllm-6d4f9c7b8-x2k9p", "proxy", previous=True).endswith(
+        "refused, exiting\n")
+    assert containers_with_logs(pods[0]) == [("vllm", False), ("proxy", True)]
     with pytest.raises(NotFound):
         src.pod("serving", "nope")
 
