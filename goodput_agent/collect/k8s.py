@@ -211,8 +211,8 @@ def collect_dcgm(writer: BundleWriter, url: str, nodes: set[str], window: TimeWi
             answer, query = range_answer(src, metric, nodes, window)
         except MetricsUnavailable as exc:
             writer.error("prometheus", f"DCGM series {metric} of the pods' nodes", "unreachable"
-                         if src._down else "error", str(exc))
-            if src._down:
+                         if src.down else "error", str(exc))
+            if src.down:
                 return
             continue
         if answer is not None:

@@ -94,7 +94,7 @@ def gpu_health(src: PrometheusSource, window: TimeWindow,
             result = src.instant(query, window.end)
         except MetricsUnavailable as exc:
             out.errors.append(str(exc))
-            if src._down is not None:  # the server is gone: the rest would fail the same
+            if src.down is not None:  # the server is gone: the rest would fail the same
                 break
             continue
         if not result:
@@ -155,9 +155,7 @@ def range_answer(src: PrometheusSource, metric: str, hosts: set[str] | None,
     step = max(15, -(-int(window.seconds) // MAX_POINTS))
     query = raw_query(metric, hosts)
     what = f"{query} [{window.start.isoformat()} .. {window.end.isoformat()}, step {step}s]"
-    result = src._call(what, lambda: src._client.custom_query_range(
-        query, window.start, window.end, step=f"{step}s",
-        params={"timeout": f"{max(1, int(src.timeout_s))}s"}))
+    result = src.matrix(query, window, step)
     if not result:
         return None, what
     return {"status": "success", "data": {"resultType": "matrix", "result": result}}, what

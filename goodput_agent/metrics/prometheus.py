@@ -183,6 +183,20 @@ class PrometheusSource:
             start = stop + step_s
         return points
 
+    def matrix(self, promql: str, window: TimeWindow, step_s: float) -> list[dict]:
+        """Every series of one range query, as the API returns them (metric, values); the
+        caller keeps the step coarse enough for the 11,000-point limit."""
+        return self._call(
+            f"{promql} [{window.start.isoformat()} .. {window.end.isoformat()}, step {step_s:g}s]",
+            lambda: self._client.custom_query_range(
+                promql, window.start, window.end, step=_duration(step_s),
+                params={"timeout": _duration(self.timeout_s)}))
+
+    @property
+    def down(self) -> str | None:
+        """Why the server is taken for down (later calls fail at once), or None."""
+        return self._down
+
     # -- MetricsSource
 
     def origin(self, metric: str) -> str:
