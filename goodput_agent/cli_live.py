@@ -49,7 +49,8 @@ def render_manifest(m: Manifest, root: Path, console: Console) -> None:
               help="With --k8s-*: also the DCGM exporter series of the pods' nodes.")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
               help="New (or empty) folder to write the bundle into.")
-@click.option("--timeout", "timeout_s", default=30.0, show_default=True, help=SLURM_TIMEOUT_HELP)
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True,
+              help="Seconds to wait for each Slurm command or Kubernetes/Prometheus call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json: bool,
                 **k8s_flags: object) -> None:
