@@ -97,3 +97,19 @@ def test_manifest_text_is_shown_escaped() -> None:
 def test_slurm_job_and_a_bundle_together_is_a_usage_error(tmp_path: Path) -> None:
     r = _run("investigate", str(tmp_path), "--slurm-job", "12")
     assert r.exit_code == 2 and "one of them" in r.stderr
+
+
+def test_plain_failure_and_success(slurm_env: SlurmCluster, tmp_path: Path) -> None:
+    """A job that exits 3 is an application error; a completed one has nothing to explain."""
+    failed = slurm_env.submit("#!/bin/bash\necho step 1\nexit 3\n", name="exits-3")
+    done = slurm_env.submit("#!/bin/bash\necho all good\n", name="fine")
+    assert (slurm_env.wait_done(failed), slurm_env.wait_done(done)) == ("FAILED", "COMPLETED")
+    ledger = str(tmp_path / "l.duckdb")
+    r = _run("investigate", "--slurm-job", failed, "--json", "--ledger", ledger)
+    report = json.loads(r.stdout)
+    assert report["root_cause"]["category"] == "application_error", report["root_cause"]
+    # sacct's row (not its JobName: one run here read "allocation" right after the job ended)
+    assert any(e["source"] == "slurm/sacct.txt" and e["excerpt"].startswith(f"{failed}|")
+               and "|FAILED|3:0|" in e["excerpt"] for e in report["root_cause"]["evidence"])
+    r = _run("investigate", "--slurm-job", done, "--json", "--ledger", ledger)
+    assert r.exit_code == 3 and json.loads(r.stdout)["root_cause"]["category"] == "unknown"
