@@ -4,30 +4,23 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.runner import ActionOutput, command_line, run_all
-from goodput_agent.approval.slurm_args import JobId
-from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
+from goodput_agent.approval.slurm_args import JobId, ScontrolTool
+from goodput_agent.toolkit import ActionTarget
 
 
 class JobInput(BaseModel):
     job: JobId
 
 
-class SlurmHoldJob(MutatingTool[JobInput, ActionOutput]):
+class SlurmHoldJob(ScontrolTool[JobInput]):
     name = "slurm_hold_job"
     input_model = JobInput
-    output_model = ActionOutput
-    requires = ("slurm",)
-    timeout_s = 60.0
 
-    def preview(self, ctx: ToolContext, args: JobInput) -> ToolPreview:
-        return ToolPreview(command=command_line(["scontrol", "hold", args.job]))
+    def argv(self, args: JobInput) -> list[str]:
+        return ["scontrol", "hold", args.job]
 
     def target(self, args: JobInput) -> ActionTarget:
         return ActionTarget(job=args.job)
-
-    def run(self, ctx: ToolContext, args: JobInput) -> ActionOutput:
-        return run_all(ctx, ["scontrol", "hold", args.job])
 
 
 TOOL = SlurmHoldJob()

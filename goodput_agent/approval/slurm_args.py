@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from abc import abstractmethod
+from typing import Annotated, ClassVar, TypeVar
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, BaseModel, StringConstraints
 
-from goodput_agent.approval.runner import slurm
-from goodput_agent.toolkit import ToolContext
+from goodput_agent.approval.runner import ActionOutput, command_line, run_all, slurm
+from goodput_agent.toolkit import MutatingTool, ToolContext, ToolPreview
 
 # one hostname, or a hostlist expression (gpu-[01-04]); no spaces, no '=' (one argv token)
 NodeName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._\-\[\],]+$", max_length=200)]
@@ -44,3 +45,25 @@ def partitions_of(ctx: ToolContext, nodes: list[str]) -> list[tuple[str, list[st
             out.setdefault(part, set()).add(node)
     return [(p, sorted(ns), sorted(out.get(p, set()))) for p, ns in sorted(members.items())
             if set(nodes) & ns]
+
+
+In = TypeVar("In", bound=BaseModel)
+
+
+class ScontrolTool(MutatingTool[In, ActionOutput]):
+    """A Slurm mutating tool that is one command line: the preview shows exactly it, `run` runs
+    exactly it (through the gate: MutatingTool guards `run`)."""
+
+    output_model = ActionOutput
+    requires = ("slurm",)
+    timeout_s = 60.0
+    notes: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def argv(self, args: In) -> list[str]: ...
+
+    def preview(self, ctx: ToolContext, args: In) -> ToolPreview:
+        return ToolPreview(command=command_line(self.argv(args)), notes=list(self.notes))
+
+    def run(self, ctx: ToolContext, args: In) -> ActionOutput:
+        return run_all(ctx, self.argv(args))

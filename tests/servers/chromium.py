@@ -9,22 +9,19 @@ free loopback port, stopped when the test is done.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.servers.debian import PackageUnavailable, ensure_packages, free_port
+from tests.servers.process import serving
 
 PACKAGE = "chromium"
 BINARY = "/usr/bin/chromium"
 ARGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run",
         "--disable-dev-shm-usage")
-READY_TIMEOUT_S = 30.0
 
 ChromiumUnavailable = PackageUnavailable
 
@@ -54,36 +51,8 @@ def running_goodput_serve(ledger: Path, workdir: Path, extra: Sequence[str] = ()
     """`goodput serve --ledger LEDGER` on 127.0.0.1 at a free port; yields its base URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = workdir / "serve.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "goodput_agent.cli", "serve", "--ledger", str(ledger),
-         "--port", str(port), *extra],
-        stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env={**os.environ, **(env or {})})
-    try:
-        _wait_ready(url, proc, log_path)
+    argv = [sys.executable, "-m", "goodput_agent.cli", "serve", "--ledger", str(ledger),
+            "--port", str(port), *extra]
+    with serving(argv, f"{url}/static/style.css", workdir / "serve.log", "goodput serve",
+                 cwd=workdir, env={**os.environ, **(env or {})}):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"goodput serve exited ({proc.returncode}): "
-                               f"{log.read_text(errors='replace')[-500:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/static/style.css", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"goodput serve at {url} was not ready within {READY_TIMEOUT_S:g} s")

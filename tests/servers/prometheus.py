@@ -12,16 +12,14 @@ import gzip
 import shutil
 import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.servers.debian import PackageUnavailable, ensure_packages, free_port
+from tests.servers.process import serving
 
 PACKAGE = "prometheus"
-READY_TIMEOUT_S = 30.0
 
 
 PrometheusUnavailable = PackageUnavailable
@@ -61,40 +59,12 @@ def running_prometheus(workdir: Path, files: Sequence[Path] = (),
     config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = open(workdir / "prometheus.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [str(prometheus), f"--config.file={config}", f"--storage.tsdb.path={data}",
-         f"--web.listen-address=127.0.0.1:{port}",
-         # backfilled samples are old: keep them
-         "--storage.tsdb.retention.time=100y", *flags],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait_ready(url, proc, workdir / "prometheus.log")
+    argv = [str(prometheus), f"--config.file={config}", f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            # backfilled samples are old: keep them
+            "--storage.tsdb.retention.time=100y", *flags]
+    with serving(argv, f"{url}/-/ready", workdir / "prometheus.log", "prometheus"):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prometheus exited ({proc.returncode}): "
-                               f"{log.read_text(errors='replace')[-500:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"prometheus at {url} was not ready within {READY_TIMEOUT_S:g} s")
 
 
 @contextmanager
