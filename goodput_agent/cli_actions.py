@@ -57,18 +57,12 @@ def live_context(tool: str, slurm_conf: Path | None, kubeconfig: Path | None):  
 
         return ToolContext(slurm=SlurmCLI(slurm_conf=str(slurm_conf) if slurm_conf else None))
     if tool.startswith("k8s_"):
-        from kubernetes import config
+        from goodput_agent.sources.errors import SourceError
+        from goodput_agent.sources.k8s import K8sSource
 
-        try:
-            if kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser(
-            ).is_file():
-                api = config.new_client_from_config(str(kubeconfig) if kubeconfig else None)
-            else:
-                config.load_incluster_config()
-                from kubernetes.client import ApiClient
-
-                api = ApiClient()
-        except Exception as exc:  # noqa: BLE001 - any config problem is one line
+        try:  # the same client configuration as the read-only source (kubeconfig or in-cluster)
+            api = K8sSource.connect(kubeconfig=kubeconfig).api
+        except SourceError as exc:
             raise BadInput(f"{kubeconfig or 'kubeconfig'}: cannot configure the Kubernetes "
                            f"client: {exc}".splitlines()[0]) from None
         return ToolContext(kube=api)

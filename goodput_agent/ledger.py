@@ -106,7 +106,7 @@ def digest(data: str | bytes) -> str:
 
 
 def new_investigation_id() -> str:
-    return "inv-" + _now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    return "inv-" + _now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
 
 
 class Ledger:
