@@ -108,16 +108,27 @@ def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json:
         _echo_json({"investigation_id": inv, "actions": [p.model_dump(mode="json")
                                                         for p in previews]})
         return
-    t = Table(title=f"Actions of {inv} (policy {policy.source})", expand=True)
-    for col in ("id", "status", "tool", "args", "why", "claims", "policy"):
-        t.add_column(col)
+    console = Console()
+    console.print(f"[bold]Actions of {inv}[/] (policy {escape(policy.source)})")
     for p in previews:
-        verdict = "[green]allowed[/]" if p.allowed else "[red]denied[/]: " + escape(
-            "; ".join(p.reasons))
-        t.add_row(str(p.action_id), p.status, p.tool, escape(json.dumps(p.args)),
-                  escape(p.rationale or ""), ", ".join(f"#{c.id} {c.category}"
-                                                       for c in p.claims), verdict)
-    Console().print(t)
+        console.print(_action_block(p))
+
+
+def _action_block(p: Any) -> Table:
+    """One action as label/value rows: readable at any terminal width, unlike one wide row."""
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="dim", no_wrap=True)
+    t.add_column(overflow="fold")
+    t.add_row(f"#{p.action_id}", f"[bold]{p.tool}[/]  {p.status}")
+    t.add_row("args", escape(" ".join(f"{k}={json.dumps(v)}" for k, v in p.args.items())))
+    if p.rationale:
+        t.add_row("why", escape(p.rationale))
+    t.add_row("claims", escape(", ".join(f"#{c.id} {c.category} ({c.confidence:.2f})"
+                                         for c in p.claims) or "none"))
+    t.add_row("policy", "[green]allowed[/]" if p.allowed else
+              "[red]denied[/]: " + escape("; ".join(p.reasons)))
+    t.add_row("", "")
+    return t
 
 
 def render_preview(p: Any, console: Console) -> None:
