@@ -4,13 +4,13 @@ it is advice until a person completes it. Runs only through the approval gate.""
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.approval.textdiff import unified
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 
@@ -40,10 +40,8 @@ def changed(args: ConfigChangeInput) -> tuple[str, str]:
     return before, after
 
 
-def unified(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+def file_diff(path: str, before: str, after: str) -> str:
+    return unified(before, after, f"a/{path}", f"b/{path}")
 
 
 class ConfigChange(MutatingTool[ConfigChangeInput, ActionOutput]):
@@ -55,7 +53,7 @@ class ConfigChange(MutatingTool[ConfigChangeInput, ActionOutput]):
     def preview(self, ctx: ToolContext, args: ConfigChangeInput) -> ToolPreview:
         before, after = changed(args)
         return ToolPreview(command=f"edit {args.path} ({len(args.edits)} edit(s))",
-                           dry_run=unified(args.path, before, after))
+                           dry_run=file_diff(args.path, before, after))
 
     def target(self, args: ConfigChangeInput) -> ActionTarget:
         return ActionTarget(changes_config=True, paths=[str(Path(args.path).resolve())])
@@ -66,7 +64,7 @@ class ConfigChange(MutatingTool[ConfigChangeInput, ActionOutput]):
         tmp.write_text(after, encoding="utf-8")
         os.replace(tmp, args.path)
         return ActionOutput(ok=True, command=f"edit {args.path}",
-                            response={"diff": unified(args.path, before, after)})
+                            response={"diff": file_diff(args.path, before, after)})
 
 
 TOOL = ConfigChange()

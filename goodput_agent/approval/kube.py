@@ -4,7 +4,6 @@ server-side dry runs and their diff, and API errors as results rather than crash
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -13,6 +12,7 @@ import yaml
 from pydantic import StringConstraints
 
 from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.approval.textdiff import unified
 from goodput_agent.toolkit import ToolContext, ToolUnavailable
 
 # RFC 1123 names (nodes, pods, namespaces, workloads)
@@ -53,10 +53,8 @@ def call_text(method: str, path: str, body: Any = None, content_type: str | None
 
 
 def diff(before: Any, after: Any, label: str) -> str:
-    a = yaml.safe_dump(before, sort_keys=True).splitlines(keepends=True)
-    b = yaml.safe_dump(after, sort_keys=True).splitlines(keepends=True)
-    text = "".join(difflib.unified_diff(a, b, fromfile=f"{label} (now)",
-                                        tofile=f"{label} (server dry run)"))
+    text = unified(yaml.safe_dump(before, sort_keys=True), yaml.safe_dump(after, sort_keys=True),
+                   f"{label} (now)", f"{label} (server dry run)")
     return text or "(the server's dry run changes nothing)"
 
 

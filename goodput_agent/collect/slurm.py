@@ -2,6 +2,7 @@
 logs of its nodes (those that are this host) written as a bundle in the contract's layout:
 
     slurm/scontrol_job.txt  slurm/sacct.txt (or .json)  slurm/scontrol_nodes.txt  slurm/sinfo_R.txt
+    slurm/batch_script-<job>.sh (scontrol write batch_script <job> -: what a config change edits)
     logs/<the job's StdOut/StdErr file names>
     nodes/<node>/kern.log (journalctl) or nodes/<node>/dmesg.txt
     incident.yaml (job id, window, the zone Slurm printed its times in)   manifest.json
@@ -82,6 +83,7 @@ def collect_slurm_job(job_id: str, out_dir: Path, cli: SlurmCLI | None = None,
                          command=out.argv)
         for p in job.problems:
             w.error("slurm", p.what, p.kind, p.error, p.command)
+        _batch_script(w, job, source.cli)
         _job_logs(w, job)
         _kernel_logs(w, job, window, kernel or KernelLog(env=source.cli.env))
         w.write_incident({"question": f"why did job {job.job_id} fail?", "job": job.job_id,
@@ -89,6 +91,22 @@ def collect_slurm_job(job_id: str, out_dir: Path, cli: SlurmCLI | None = None,
                                      "end": window.end.isoformat()},
                           "timezone": local_zone_name(source.cli.env)})
     return w.manifest
+
+
+def _batch_script(w: BundleWriter, job: SlurmJob, cli: SlurmCLI) -> None:
+    """The script Slurm stored at submission (what a config change edits), while the
+    controller still holds the job; the path it was submitted from, where scontrol names it."""
+    m = next((m for o in job.outputs if o.name == "scontrol_job.txt"
+              and (m := re.search(r"^\s*Command=(/\S.*)$", o.text, re.M))), None)
+    submitted = f" (submitted from {m.group(1).strip()})" if m else ""
+    what = f"batch script of job {job.job_id}{submitted}"
+    try:
+        out = cli.output(f"batch_script-{job.job_id}.sh", what,
+                         ["scontrol", "write", "batch_script", job.job_id, "-"])
+    except SourceError as exc:
+        w.source_error(what, exc)
+        return
+    w.write_text(f"slurm/{out.name}", out.text, source="slurm", what=what, command=out.argv)
 
 
 def _job_logs(w: BundleWriter, job: SlurmJob) -> None:

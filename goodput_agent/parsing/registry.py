@@ -24,6 +24,7 @@ def parsers() -> tuple[Parser, ...]:
     from goodput_agent.parsing import (
         flight_recorder,
         job_log,
+        job_script,
         k8s,
         kernel_log,
         kineto,
@@ -40,6 +41,7 @@ def parsers() -> tuple[Parser, ...]:
         flight_recorder.PARSER,
         kineto.PARSER,
         *openmetrics.PARSERS,
+        job_script.PARSER,  # before the logs: a script's echo lines are not output
         kernel_log.PARSER,
         job_log.PARSER,
     )

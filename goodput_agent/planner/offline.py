@@ -8,6 +8,7 @@ from goodput_agent.analysis.failure import FailureVerdict, diagnose
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.analysis.remedy import remedy
+from goodput_agent.analysis.script_edits import with_script_edits
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
@@ -59,7 +60,7 @@ class OfflinePlanner:
             return latency_conclusion(outputs, errors)
         obs = observations(outputs)
         v = diagnose(obs)
-        return failure_conclusion(v, obs, errors)
+        return failure_conclusion(v, obs, errors, inv)
 
 
 def observations(outputs: dict[str, object]) -> Observations:
@@ -155,8 +156,9 @@ def _alt(a: FoundAlternative) -> Alternative:
                        why_not=a.why_not, node=a.node, rank=a.rank)
 
 
-def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str]) -> Conclusion:
-    r = remedy(v, obs.scheduler_kind, obs.job_id)
+def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
+                       inv: Inventory | None = None) -> Conclusion:
+    r = with_script_edits(remedy(v, obs.scheduler_kind, obs.job_id), v, inv, obs.job_id)
     verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
                          status="supported" if v.category != "unknown" else "hypothesis",
                          node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence,
