@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from goodput_agent.metrics.source import TimeWindow
-from goodput_agent.parsing.kernel_log import _match_xid, norm_pci
+from goodput_agent.parsing.kernel_log import match_xid, norm_pci
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
 
@@ -28,7 +28,7 @@ def kernel_xids(text: str, health: NodeHealth) -> list[dict[str, Any]]:
     by_pci = {norm_pci(g.pci_bus_id): g.index for g in health.gpus if g.pci_bus_id}
     out = []
     for line in text.splitlines():
-        if "Xid" not in line or (finding := _match_xid(line)) is None:
+        if "Xid" not in line or (finding := match_xid(line)) is None:
             continue
         pci = finding.detail.get("pci")
         out.append({"xid": finding.detail.get("xid"), "pci": pci,

@@ -355,7 +355,9 @@ def _xid_finding(code: int, gpu: str | None, detail: dict[str, Any], what: str) 
                    detail=detail)
 
 
-def _match_xid(msg: str) -> Finding | None:
+def match_xid(msg: str) -> Finding | None:
+    """The Finding of an `NVRM: Xid (...)` line, or None: only the Xid line itself (no derived
+    Xid, such as "fallen off the bus"); callers outside the parser, like node-health, use it."""
     m = _XID.search(msg)
     if not m:
         return None
@@ -609,7 +611,7 @@ def _match_node(msg: str) -> Finding | None:
     return None
 
 
-_MATCHERS = (_match_xid, _match_gpu_driver, _match_device_plugin, _match_oom, _match_segfault,
+_MATCHERS = (match_xid, _match_gpu_driver, _match_device_plugin, _match_oom, _match_segfault,
              _match_nic, _match_node)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from goodput_agent.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
-from goodput_agent.parsing.kernel_log import PARSER, classify, norm_pci, split_prefix
+from goodput_agent.parsing.kernel_log import PARSER, classify, match_xid, norm_pci, split_prefix
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.timefmt import ClockPolicy
 
@@ -187,6 +187,17 @@ def test_gsp_banner_is_not_an_event_but_the_xid_is():
     assert classify("NVRM: _kgspLogXid119: Note: Please also check logs above.") is None
     assert _c("NVRM: Xid (PCI:0001:6c:00): 119, pid=10200, name=NvmlTaskRunner, Timeout after "
               "45s of waiting for RPC response from GPU5 GSP!").detail["xid"] == 119
+
+
+def test_match_xid_is_the_xid_line_matcher_alone():
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+    f, c = match_xid(line), _c(line)
+    assert f is not None and (f.kind, f.gpu, f.detail["xid"]) == (c.kind, c.gpu, 79)
+    assert f.summary == c.summary
+    # a derived Xid (no Xid line) is the parser's, not the Xid matcher's
+    derived = "NVRM: GPU at PCI:0000:3b:00: GPU has fallen off the bus."
+    assert match_xid(derived) is None and _c(derived).detail["xid"] == 79
+    assert match_xid("kernel: Out of memory: Killed process 1 (python)") is None
 
 
 def test_fallen_off_the_bus_and_reset_required():
