@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from goodput_agent.analysis.failure import FailureVerdict
 from goodput_agent.analysis.remedy import Proposal, Remedy
+from goodput_agent.analysis.workload_edits import oom_limit_patch
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import EventKind
 
@@ -153,8 +154,11 @@ def with_script_edits(r: Remedy, v: FailureVerdict, inv: Inventory | None,
             continue
         path = job_script(inv, job)
         if path is None:
-            out.append(p.model_copy(update={"args": {**p.args, "missing": (
-                f"no job script in the bundle ({_SCRIPT_HOW}): the change stays advice")}}))
+            patch, why_not = oom_limit_patch(v, inv) if v.category == "host_oom" else (None, "")
+            out.append(patch or p.model_copy(update={"args": {**p.args, "missing": (
+                f"no job script in the bundle ({_SCRIPT_HOW})" + (f"; {why_not}" if why_not
+                                                                   else "")
+                + ": the change stays advice")}}))
             continue
         try:
             text = path.read_text(encoding="utf-8")

@@ -3,6 +3,7 @@
     k8s/pods.json     the pods, as `kubectl get pods -l <selector> -o json` prints them (a List)
     k8s/events.json   events about those pods, the workload and the pods' nodes (a List)
     k8s/nodes.json    the pods' nodes: conditions, taints, allocatable nvidia.com/gpu (a List)
+    k8s/workloads.json  the Deployment/StatefulSet owning the pods (collect/k8s_owner.py)
     logs/<pod>.log                 the pod's (first) container log, with the kubelet's timestamps
     logs/<pod>_<container>.log     other containers
     logs/previous/<pod>.log        the previous instance of a restarted container (--previous)
@@ -24,6 +25,7 @@ import orjson
 import structlog
 
 from goodput_agent.collect.base import BundleWriter
+from goodput_agent.collect.k8s_owner import collect_owners
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.sources.errors import NotFound, SourceError
 from goodput_agent.sources.k8s import (
@@ -156,6 +158,7 @@ def collect_k8s(writer: BundleWriter, src: K8sSource, target: K8sTarget,
                    as_list(src.nodes(nodes), "v1", "Node"))
         except SourceError as exc:
             writer.source_error("the nodes the pods ran on", exc)
+    collect_owners(writer, src, out.pods)
     _collect_logs(writer, src, out.pods, target)
     if target.prometheus and out.window is not None and nodes:
         collect_dcgm(writer, target.prometheus, nodes, out.window, target.prometheus_timeout_s)

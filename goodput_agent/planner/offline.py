@@ -11,6 +11,7 @@ from goodput_agent.analysis.remedy import remedy
 from goodput_agent.analysis.script_edits import with_script_edits
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
+from goodput_agent.analysis.workload_edits import latency_fixes
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
@@ -232,9 +233,10 @@ def latency_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclus
             retry=Retry(useful=None, why="no verdict"), unknowns=[why, *errors])
     v = result.verdict
     claims, alternatives = _verdict_claims(v)
-    fixes = [ProposalDraft(tool="config_change", mutating=True, rationale=v.summary,
-                           args={"change": fix, "would_not_fix": v.would_not_fix})
-             for fix in v.would_fix[:1]]
+    fixes = latency_fixes(result, outputs.get("bundle_inventory"), [  # type: ignore[arg-type]
+        ProposalDraft(tool="config_change", mutating=True, rationale=v.summary,
+                      args={"change": fix, "would_not_fix": v.would_not_fix})
+        for fix in v.would_fix[:1]])
     missing = [f"missing evidence: {m.what}: {m.why}" for m in result.missing]
     return Conclusion(kind="latency", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=None, why="not a failure: latency is judged against "

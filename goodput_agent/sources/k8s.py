@@ -287,6 +287,13 @@ class K8sSource:
         return self._json(f"get pod {namespace}/{name}", self.core.read_namespaced_pod, name,
                           namespace)
 
+    def object(self, group: str, version: str, plural: str, namespace: str,
+               name: str) -> dict[str, Any]:
+        """One namespaced object of any kind (a ReplicaSet, a Deployment), as the server sent it."""
+        return self._json(f"get {plural}.{group} {namespace}/{name}",
+                          self.custom.get_namespaced_custom_object, group, version, namespace,
+                          plural, name)
+
     # ---- events and nodes
 
     def events(self, namespace: str, involved: set[tuple[str, str]],

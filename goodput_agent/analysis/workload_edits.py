@@ -1,0 +1,141 @@
+"""Exact patches of a Kubernetes workload (`k8s_patch_workload`, previewed as the server's dry
+run) where the evidence names the setting and the bundle holds the Deployment/StatefulSet:
+
+- latency: an engine flag whose change between the baseline and incident windows explains the
+  verdict (`latency.weigh`: --max-num-seqs lowered before queueing, --gpu-memory-utilization
+  lowered before KV-cache pressure, ...) is set back to its baseline value, in the container
+  whose args hold the incident value;
+- failure: a container OOMKilled at its memory limit gets double that limit.
+
+Otherwise the proposal stays advice and says what is missing. Nothing here calls the API.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from goodput_agent.analysis.failure import FailureVerdict
+from goodput_agent.analysis.latency import weigh
+from goodput_agent.analysis.latency_model import ConfigChange, LatencyResult
+from goodput_agent.analysis.remedy import Proposal
+from goodput_agent.bundle import Inventory
+from goodput_agent.events import EventKind
+from goodput_agent.planner.base import ProposalDraft
+from goodput_agent.tools.k8s_patch_workload import new_args
+
+KINDS = ("Deployment", "StatefulSet")
+# engine settings that are command-line flags of the same name (vLLM: --max-num-seqs)
+FLAG_KEYS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+             "tensor_parallel_size", "max_model_len", "kv_cache_dtype")
+NO_WORKLOAD = ("no Deployment/StatefulSet in the bundle (`goodput collect --k8s-pod/--k8s-job` "
+               "saves the pods' owner as k8s/workloads.json)")
+_QUANTITY = re.compile(r"^(\d+)([A-Za-z]*)$")
+
+
+def workloads(inv: Inventory | None) -> list[dict[str, Any]]:
+    """Every Deployment/StatefulSet in the bundle's Kubernetes JSON files."""
+    out: list[dict[str, Any]] = []
+    for f in inv.of_format("k8s_list") if inv else []:
+        try:
+            doc = json.loads((Path(inv.root) / f.rel_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        items = doc.get("items") if isinstance(doc, dict) else None
+        out += [i for i in (items if isinstance(items, list) else [doc])
+                if isinstance(i, dict) and i.get("kind") in KINDS]
+    return out
+
+
+def containers(wl: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = ((wl.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+
+
+def _ref(wl: dict[str, Any]) -> dict[str, Any]:
+    meta = wl.get("metadata") or {}
+    return {"namespace": meta.get("namespace") or "default", "kind": wl["kind"],
+            "name": meta.get("name")}
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    for k, a in enumerate(args):
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+        if a == flag and k + 1 < len(args):
+            return args[k + 1]
+    return None
+
+
+def _revert(c: ConfigChange, wls: list[dict[str, Any]], why: str
+            ) -> tuple[ProposalDraft | None, str | None]:
+    flag = "--" + c.key.replace("_", "-")
+    for wl in wls:
+        for ct in containers(wl):
+            args = [str(a) for a in ct.get("args") or []]
+            if flag_value(args, flag) == c.incident and new_args(args, {flag: c.baseline}) != args:
+                ref, name = _ref(wl), ct.get("name")
+                return ProposalDraft(
+                    tool="k8s_patch_workload", mutating=True,
+                    args={**ref, "container": name, "set_args": {flag: c.baseline}},
+                    rationale=(f"set {flag} back to {c.baseline} (it went {c.baseline} -> "
+                               f"{c.incident}, {c.source}): {why}; in {ref['kind']} "
+                               f"{ref['namespace']}/{ref['name']} container {name}")), None
+    return None, (f"no container of the bundle's workloads sets {flag} {c.incident} (the "
+                  "incident value): the running spec is not the one measured")
+
+
+def latency_fixes(result: LatencyResult, inv: Inventory | None,
+                  advice: list[ProposalDraft]) -> list[ProposalDraft]:
+    """Exact patches where a config change explains the verdict; else the advice, with what is
+    missing for an exact one."""
+    v = result.verdict
+    causes = [(c, w) for c in result.config_diff if c.key in FLAG_KEYS and c.baseline
+              and (w := weigh(v.category, c)).startswith("explains")]
+    if not causes:
+        missing = ("no engine setting changed between the windows in a way that explains "
+                   f"{v.category}: nothing to set back")
+    else:
+        wls = workloads(inv)
+        exact, notes = [], []
+        for c, why in causes:
+            p, note = _revert(c, wls, why) if wls else (None, NO_WORKLOAD)
+            exact += [p] if p else []
+            notes += [note] if note else []
+        if exact:
+            return exact
+        missing = "; ".join(dict.fromkeys(notes))
+    return [p.model_copy(update={"args": {**p.args, "missing": missing}}) for p in advice]
+
+
+def _double(q: str) -> str | None:
+    m = _QUANTITY.match(q.strip())
+    return f"{int(m[1]) * 2}{m[2]}" if m else None
+
+
+def oom_limit_patch(v: FailureVerdict, inv: Inventory | None) -> tuple[Proposal | None, str]:
+    """Double the memory limit of the container the kubelet reported OOMKilled."""
+    kill = next((e for e in ([v.primary] if v.primary else []) + v.evidence
+                 if e.kind == EventKind.cgroup_oom and e.detail.get("container")
+                 and e.detail.get("pod")), None)
+    if kill is None:
+        return None, "no container named as OOMKilled in the pod status"
+    pod, name = kill.detail["pod"], kill.detail["container"]
+    wls = workloads(inv)
+    for wl in wls:
+        meta = wl.get("metadata") or {}
+        if not str(pod).startswith(f"{meta.get('name')}-"):
+            continue
+        ct = next((c for c in containers(wl) if c.get("name") == name), None)
+        limit = ((ct or {}).get("resources") or {}).get("limits", {}).get("memory")
+        doubled = _double(str(limit)) if limit else None
+        if doubled is None:
+            return None, (f"{wl['kind']} {meta.get('name')} container {name} has no memory "
+                          "limit to raise (the kill came from the node's memory)")
+        return Proposal(tool="k8s_patch_workload", mutating=True, args={
+            **_ref(wl), "container": name, "limits": {"memory": doubled}},
+            rationale=(f"container {name} of pod {pod} was OOMKilled at its memory limit "
+                       f"({kill.locator}): double it, {limit} -> {doubled}")), ""
+    return None, NO_WORKLOAD if not wls else f"no workload of the bundle owns pod {pod}"

@@ -1,0 +1,147 @@
+"""Exact Kubernetes workload patches, against the FIXTURE API server (tests/servers/kube_api.py:
+no kube-apiserver can be installed here; it answers in the real API shapes, dry runs included).
+
+The pod is owned the way a Deployment's pod is (pod → ReplicaSet → Deployment); the collector
+saves the Deployment; a generated latency case whose --max-num-seqs was lowered 128 -> 20
+(evals/latency_cases/l03, made by evals/latency_generator.py) then yields a k8s_patch_workload
+that sets it back, and its preview is the server's dry-run diff. An OOMKilled container gets
+its memory limit doubled; without the workload the proposals stay advice naming what is
+missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from goodput_agent.analysis.latency_model import (
+    ConfigChange,
+    LatencyResult,
+    LatencyVerdict,
+)
+from goodput_agent.analysis.workload_edits import latency_fixes
+from goodput_agent.approval.gate import preview_action
+from goodput_agent.bundle import scan
+from goodput_agent.collect.base import BundleWriter
+from goodput_agent.collect.k8s import K8sTarget, collect_k8s
+from goodput_agent.investigate import investigate_bundle
+from goodput_agent.ledger import open_ledger
+from goodput_agent.planner.base import ProposalDraft
+from goodput_agent.sources.k8s import K8sSource
+from goodput_agent.toolkit import ToolContext
+from tests.approval.conftest import policy_text
+from tests.servers.kube_api import FixtureCluster, running_kube_api
+
+CASE = Path(__file__).parents[2] / "evals/latency_cases/l03-queueing-max-num-seqs-lowered"
+POD = "llama-7c9d5b6f4-abcde"
+ARGS = ["vllm", "serve", "llama-3.1-8b", "--max-num-seqs", "20", "--gpu-memory-utilization",
+        "0.9"]
+
+
+def serving(args: list[str] = ARGS, limits: dict[str, str] | None = None) -> FixtureCluster:
+    """A vLLM Deployment, its ReplicaSet and pod, owned as the controllers set them."""
+    c = FixtureCluster()
+    ctr: dict[str, Any] = {"name": "vllm", "image": "vllm/vllm-openai:v0.6.3", "args": args}
+    if limits:
+        ctr["resources"] = {"limits": limits}
+    c.add({"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "llama", "namespace": "serve", "uid": "d1", "generation": 2},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llama"}},
+                    "template": {"metadata": {"labels": {"app": "llama"}},
+                                 "spec": {"containers": [ctr]}}}})
+    owner = {"apiVersion": "apps/v1", "controller": True, "blockOwnerDeletion": True}
+    c.add({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+           "metadata": {"name": "llama-7c9d5b6f4", "namespace": "serve", "uid": "r1",
+                        "ownerReferences": [{**owner, "kind": "Deployment", "name": "llama",
+                                             "uid": "d1"}]},
+           "spec": {"selector": {"matchLabels": {"app": "llama"}}}})
+    c.add({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": POD, "namespace": "serve", "labels": {"app": "llama"},
+                        "creationTimestamp": "2025-06-03T17:39:15Z",
+                        "ownerReferences": [{**owner, "kind": "ReplicaSet",
+                                             "name": "llama-7c9d5b6f4", "uid": "r1"}]},
+           "spec": {"nodeName": "gpu-node-01", "containers": [ctr]},
+           "status": {"phase": "Running", "startTime": "2025-06-03T17:39:20Z"}})
+    return c
+
+
+def _collect(srv, tmp: Path) -> Path:  # noqa: ANN001
+    out = tmp / "collected"
+    with BundleWriter(out, {"k8s_pod": f"serve/{POD}"}) as w:
+        collect_k8s(w, K8sSource.connect(kubeconfig=srv.kubeconfig(tmp / "kc")),
+                    K8sTarget(pod=f"serve/{POD}", tail_lines=100))
+    return out
+
+
+def test_collect_saves_the_deployment_that_owns_the_pod(tmp_path: Path) -> None:
+    with running_kube_api(serving()) as srv:
+        out = _collect(srv, tmp_path)
+    doc = json.loads((out / "k8s/workloads.json").read_text())
+    assert doc["kind"] == "List" and [(i["kind"], i["metadata"]["name"])
+                                      for i in doc["items"]] == [("Deployment", "llama")]
+    assert doc["items"][0]["spec"]["template"]["spec"]["containers"][0]["args"] == ARGS
+    manifest = json.loads((out / "manifest.json").read_text())
+    entry = next(f for f in manifest["files"] if f["path"] == "k8s/workloads.json")
+    assert "/apis/apps/v1/namespaces/serve/deployments/llama" in entry["query"]
+
+
+def test_latency_revert_is_a_workload_patch_previewed_by_the_servers_dry_run(
+        tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(CASE, bundle, ignore=shutil.ignore_patterns("expected.json"))
+    with running_kube_api(serving()) as srv:
+        (bundle / "k8s").mkdir()
+        shutil.copy(_collect(srv, tmp_path) / "k8s/workloads.json", bundle / "k8s")
+        with open_ledger(tmp_path / "l.duckdb") as lg:
+            report = investigate_bundle(bundle, lg)
+            assert report.root_cause.category == "queueing"
+            rows = lg.rows("SELECT id, tool, args_json FROM actions")
+            patch = next(r for r in rows if r["tool"] == "k8s_patch_workload")
+            assert json.loads(patch["args_json"]) == {
+                "namespace": "serve", "kind": "Deployment", "name": "llama",
+                "container": "vllm", "set_args": {"--max-num-seqs": "128"}}
+            assert not any(r["tool"] == "config_change" for r in rows)
+            from goodput_agent.approval.policy import parse_policy
+
+            cfg = k8s.Configuration()
+            cfg.host = srv.url
+            p = preview_action(lg, patch["id"], parse_policy(policy_text(), "p.yaml"),
+                               ToolContext(kube=k8s.ApiClient(cfg)))
+        assert p.allowed, p.reasons
+        assert "  - --max-num-seqs\n-    - '20'\n+    - '128'\n" in p.dry_run, p.dry_run
+        assert p.command.startswith("PATCH /apis/apps/v1/namespaces/serve/deployments/llama")
+        assert not [r for r in srv.requests if r.method == "PATCH" and not r.dry_run]
+
+
+def _result(category: str, changes: list[ConfigChange]) -> LatencyResult:
+    return LatencyResult(source="bundle", service_labels={}, metrics={}, windows=None,
+                         config_diff=changes,
+                         verdict=LatencyVerdict(category=category, summary="s", confidence=0.8))
+
+
+ADVICE = [ProposalDraft(tool="config_change", mutating=True, rationale="r",
+                        args={"change": "raise --max-num-seqs"})]
+LOWERED = ConfigChange(key="max_num_seqs", baseline="128", incident="20", source="args")
+
+
+def test_advice_stays_and_names_what_is_missing(tmp_path: Path) -> None:
+    (tmp_path / "x.log").write_text("2025-06-03T17:00:00Z hello\n")
+    inv = scan(tmp_path)
+    out = latency_fixes(_result("queueing", [LOWERED]), inv, ADVICE)
+    assert out[0].tool == "config_change" and "no Deployment/StatefulSet" in \
+        out[0].args["missing"]
+    raised = LOWERED.model_copy(update={"baseline": "20", "incident": "128"})
+    out = latency_fixes(_result("queueing", [raised]), inv, ADVICE)  # adds capacity
+    assert "nothing to set back" in out[0].args["missing"]
+    out = latency_fixes(_result("prompt_length", [LOWERED]), inv, ADVICE)
+    assert "nothing to set back" in out[0].args["missing"]
+
+
+def test_a_spec_that_no_longer_holds_the_incident_value_is_not_patched(tmp_path: Path) -> None:
+    with running_kube_api(serving(["vllm", "serve", "m", "--max-num-seqs", "64"])) as srv:
+        out = _collect(srv, tmp_path)
+    res = latency_fixes(_result("queueing", [LOWERED]), scan(out), ADVICE)
+    assert res[0].tool == "config_change" and "sets --max-num-seqs 20" in res[0].args["missing"]
