@@ -145,3 +145,37 @@ def test_a_spec_that_no_longer_holds_the_incident_value_is_not_patched(tmp_path:
         out = _collect(srv, tmp_path)
     res = latency_fixes(_result("queueing", [LOWERED]), scan(out), ADVICE)
     assert res[0].tool == "config_change" and "sets --max-num-seqs 20" in res[0].args["missing"]
+
+
+def test_oomkilled_container_gets_its_memory_limit_doubled(tmp_path: Path) -> None:
+    c = serving(limits={"memory": "24Gi", "nvidia.com/gpu": "1"})
+    pod = c.objects[next(k for k in c.objects if k[-1] == POD)]
+    pod["status"]["containerStatuses"] = [{
+        "name": "vllm", "ready": False, "restartCount": 2, "image": "vllm:1", "imageID": "",
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                     "startedAt": "2025-06-03T17:40:00Z",
+                                     "finishedAt": "2025-06-03T17:52:10Z"}}}]
+    with running_kube_api(c) as srv:
+        out = _collect(srv, tmp_path)
+        with open_ledger(tmp_path / "l.duckdb") as lg:
+            report = investigate_bundle(out, lg)
+            assert report.root_cause.category == "host_oom"
+            row = next(r for r in lg.rows("SELECT id, tool, args_json FROM actions")
+                       if r["tool"] == "k8s_patch_workload")
+            assert json.loads(row["args_json"]) == {
+                "namespace": "serve", "kind": "Deployment", "name": "llama",
+                "container": "vllm", "limits": {"memory": "48Gi"}}
+            from goodput_agent.approval.policy import parse_policy
+
+            cfg = k8s.Configuration()
+            cfg.host = srv.url
+            p = preview_action(lg, row["id"], parse_policy(policy_text(), "p.yaml"),
+                               ToolContext(kube=k8s.ApiClient(cfg)))
+        assert "-        memory: 24Gi\n+        memory: 48Gi\n" in p.dry_run, p.dry_run
+    (out / "k8s/workloads.json").unlink()  # without the workload: advice, and why
+    with open_ledger(tmp_path / "l2.duckdb") as lg:
+        investigate_bundle(out, lg)
+        rows = lg.rows("SELECT tool, args_json FROM actions")
+    advice = next(json.loads(r["args_json"]) for r in rows if r["tool"] == "config_change")
+    assert "no Deployment/StatefulSet in the bundle" in advice["missing"]
