@@ -7,6 +7,9 @@ run) where the evidence names the setting and the bundle holds the Deployment/St
   whose args hold the incident value;
 - failure: a container OOMKilled at its memory limit gets double that limit.
 
+A workload manifest (YAML) in the bundle that sets the flag gets the same revert as an exact
+`config_change` of that file (a files-only bundle: no cluster needed for its diff).
+
 Otherwise the proposal stays advice and says what is missing. Nothing here calls the API.
 """
 
@@ -31,7 +34,8 @@ KINDS = ("Deployment", "StatefulSet")
 FLAG_KEYS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
              "tensor_parallel_size", "max_model_len", "kv_cache_dtype")
 NO_WORKLOAD = ("no Deployment/StatefulSet in the bundle (`goodput collect --k8s-pod/--k8s-job` "
-               "saves the pods' owner as k8s/workloads.json)")
+               "saves the pods' owner as k8s/workloads.json; a YAML manifest setting the "
+               "flag is edited as a file)")
 _QUANTITY = re.compile(r"^(\d+)([A-Za-z]*)$")
 
 
@@ -87,6 +91,31 @@ def _revert(c: ConfigChange, wls: list[dict[str, Any]], why: str
                   "incident value): the running spec is not the one measured")
 
 
+def _manifest_revert(c: ConfigChange, inv: Inventory | None, why: str) -> list[ProposalDraft]:
+    """The same revert as an exact edit of each workload manifest in the bundle that sets the
+    flag to the incident value (`--flag=V`, `- --flag` + `- "V"`, `["--flag", "V"]`)."""
+    flag = "--" + c.key.replace("_", "-")
+    pat = re.compile(rf"{re.escape(flag)}(?P<sep>=|['\"]?\s*,\s*['\"]?|['\"]?\s*\n\s*-\s*"
+                     rf"['\"]?)(?P<v>{re.escape(str(c.incident))})(?![\w.])")
+    out: list[ProposalDraft] = []
+    for f in inv.of_format("k8s_manifest") if inv else []:
+        path = Path(inv.root) / f.rel_path  # type: ignore[union-attr]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        hits = list(pat.finditer(text))
+        if len(hits) != 1 or text.count(hits[0][0]) != 1:
+            continue
+        m = hits[0]
+        out.append(ProposalDraft(tool="config_change", mutating=True, args={
+            "path": str(path), "edits": [{"old": m[0], "new": f"{flag}{m['sep']}{c.baseline}"}],
+            "change": f"set {flag} back to {c.baseline}"},
+            rationale=f"set {flag} back to {c.baseline} in {f.rel_path} (it went {c.baseline} "
+                      f"-> {c.incident}, {c.source}): {why}"))
+    return out
+
+
 def latency_fixes(result: LatencyResult, inv: Inventory | None,
                   advice: list[ProposalDraft]) -> list[ProposalDraft]:
     """Exact patches where a config change explains the verdict; else the advice, with what is
@@ -102,7 +131,7 @@ def latency_fixes(result: LatencyResult, inv: Inventory | None,
         exact, notes = [], []
         for c, why in causes:
             p, note = _revert(c, wls, why) if wls else (None, NO_WORKLOAD)
-            exact += [p] if p else []
+            exact += ([p] if p else []) + _manifest_revert(c, inv, why)
             notes += [note] if note else []
         if exact:
             return exact

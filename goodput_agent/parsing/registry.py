@@ -26,6 +26,7 @@ def parsers() -> tuple[Parser, ...]:
         job_log,
         job_script,
         k8s,
+        k8s_manifest,
         kernel_log,
         kineto,
         openmetrics,
@@ -42,6 +43,7 @@ def parsers() -> tuple[Parser, ...]:
         kineto.PARSER,
         *openmetrics.PARSERS,
         job_script.PARSER,  # before the logs: a script's echo lines are not output
+        k8s_manifest.PARSER,
         kernel_log.PARSER,
         job_log.PARSER,
     )

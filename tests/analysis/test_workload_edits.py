@@ -179,3 +179,46 @@ def test_oomkilled_container_gets_its_memory_limit_doubled(tmp_path: Path) -> No
         rows = lg.rows("SELECT tool, args_json FROM actions")
     advice = next(json.loads(r["args_json"]) for r in rows if r["tool"] == "config_change")
     assert "no Deployment/StatefulSet in the bundle" in advice["missing"]
+
+
+MANIFEST = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama, namespace: serve}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3
+        args:
+        - --max-num-seqs
+        - "20"
+        - --max-num-batched-tokens=8192
+"""
+
+
+def test_files_only_bundle_edits_the_manifest_within_the_policys_paths(tmp_path: Path) -> None:
+    from goodput_agent.approval.policy import parse_policy
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(CASE, bundle, ignore=shutil.ignore_patterns("expected.json"))
+    (bundle / "deploy").mkdir()
+    manifest = bundle / "deploy/llama.yaml"
+    manifest.write_text(MANIFEST)
+    with open_ledger(tmp_path / "l.duckdb") as lg:
+        report = investigate_bundle(bundle, lg)
+        assert not any("deploy/llama.yaml" in u for u in report.unread), report.unread
+        row = next(r for r in lg.rows("SELECT id, tool, args_json FROM actions"))
+        assert row["tool"] == "config_change"
+        assert json.loads(row["args_json"])["path"] == str(manifest)
+        inside = parse_policy(policy_text(config_change=(
+            '{enabled: true, approvers: [alice], scope: {paths: ["' + str(bundle / "deploy")
+            + '/*"]}}')), "p.yaml")
+        p = preview_action(lg, row["id"], inside)
+        assert p.allowed, p.reasons
+        assert '         - --max-num-seqs\n-        - "20"\n+        - "128"\n' in p.dry_run
+        outside = parse_policy(policy_text(config_change=(
+            '{enabled: true, approvers: [alice], scope: {paths: ["/etc/*"]}}')), "p.yaml")
+        assert "outside the files the policy lets config_change write" in \
+            preview_action(lg, row["id"], outside).reasons[0]
+    assert manifest.read_text() == MANIFEST  # a preview writes nothing
