@@ -75,7 +75,8 @@ def test_deployment_pod_restarted_after_oom(tmp_path):
     files = sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file())
     pod = "vllm-6d4f9c7b8-x2k9p"
     assert files == sorted(["incident.yaml", "k8s/events.json", "k8s/nodes.json",
-                            "k8s/pods.json", f"logs/{pod}.log", f"logs/{pod}_proxy.log",
+                            "k8s/pods.json", "k8s/workloads.json", f"logs/{pod}.log",
+                            f"logs/{pod}_proxy.log",
                             f"logs/previous/{pod}_proxy.log", "manifest.json"])
     pods = json.loads((bundle / "k8s/pods.json").read_text())
     assert pods["kind"] == "List" and pods["items"][0]["kind"] == "Pod"  # kubectl's shape
@@ -115,7 +116,8 @@ def test_forbidden_logs_and_nodes_are_named_as_missing_evidence(tmp_path):
         ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c proxy"),
         ("forbidden", "log of serving/vllm-6d4f9c7b8-x2k9p -c vllm"),
         ("forbidden", "previous log of serving/vllm-6d4f9c7b8-x2k9p -c proxy"),
-        ("forbidden", "the nodes the pods ran on")]
+        ("forbidden", "the nodes the pods ran on"),
+        ("forbidden", "the workload that owns pod vllm-6d4f9c7b8-x2k9p")]  # its ReplicaSet
     report = investigate(bundle, tmp_path)
     assert report.root_cause.category == "host_oom"  # the pods still say OOMKilled
     assert any("missing evidence: the nodes the pods ran on" in u for u in report.unknowns)

@@ -64,6 +64,14 @@ def serving_cluster() -> FixtureCluster:
                                  "spec": {"containers": [{"name": "vllm", "image": "vllm:1"},
                                                          {"name": "proxy", "image": "proxy:1"}]}}},
            "status": {"replicas": 1, "unavailableReplicas": 1}})
+    c.add({"apiVersion": "apps/v1", "kind": "ReplicaSet",  # the Deployment's, owning the pod
+           "metadata": {"name": "vllm-6d4f9c7b8", "namespace": "serving",
+                        "labels": {"app": "vllm", "pod-template-hash": "6d4f9c7b8"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                             "name": "vllm", "uid": "uid-vllm",
+                                             "controller": True, "blockOwnerDeletion": True}]},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {
+               "app": "vllm", "pod-template-hash": "6d4f9c7b8"}}}})
     oom = {"name": "vllm", "ready": False, "restartCount": 3, "started": False,
            "image": "vllm:1", "imageID": "",
            "state": {"waiting": {"reason": "CrashLoopBackOff",
