@@ -179,7 +179,8 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
     k8s = K8sArgs.pop(claude_flags)
     claude = claude_settings(planner, claude_flags)  # None: the offline planner
     if k8s.wanted:
-        k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too
+        k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too (a vLLM pod's)
+        k8s.since, k8s.service, k8s.tz_name = since_text, service, tz_name
         _show(investigate_k8s(k8s, ledger_path, kind, pictures_dir, timeout_s, claude), as_json)
     if slurm_job:
         if bundle is not None or prometheus_url:

@@ -18,11 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from goodput_agent.collect.base import BundleWriter, Manifest
+
+if TYPE_CHECKING:
+    from goodput_agent.collect.k8s_serving import LatencyWindows
 from goodput_agent.errors import BadInput
 from goodput_agent.report import Report
 
@@ -44,12 +47,32 @@ K8S_OPTIONS: list[Callable[[Any], Any]] = [
                  help="Container logs: only the last DURATION (30m, 6h, 2d)."),
     click.option("--log-tail", "log_tail", default=20_000, show_default=True, type=int,
                  help="Container logs: at most this many lines per container."),
+    click.option("--baseline", "baseline", default=None, metavar="WINDOW",
+                 help="With --k8s-pod and --prometheus, a vLLM pod's latency question: the "
+                      "good window (10:00-11:00 or START/END in ISO 8601)."),
+    click.option("--incident", "incident", default=None, metavar="WINDOW",
+                 help="With --k8s-pod and --prometheus: the bad window, same forms."),
+]
+# `goodput collect` has no --since/--service of its own (`investigate` has them already)
+COLLECT_LATENCY_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option("--since", "since", default=None, metavar="DURATION",
+                 help="With --k8s-pod and --prometheus, a vLLM pod's series: look back this "
+                      "far (default 6h), or this window (10:00-11:00, START/END)."),
+    click.option("--service", "service", default=None,
+                 help="With --k8s-pod and --prometheus: the model (model_name), when the pod "
+                      "serves several."),
 ]
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 
 
 def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(K8S_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def collect_latency_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(COLLECT_LATENCY_OPTIONS):
         f = opt(f)
     return f
 
@@ -65,6 +88,12 @@ class K8sArgs:
     log_since: str | None = None
     log_tail: int = 20_000
     prometheus: str | None = None  # also the DCGM series of the pods' nodes from here
+    # a vLLM pod's latency question (collect/k8s_serving.py)
+    baseline: str | None = None
+    incident: str | None = None
+    since: str | None = None
+    service: str | None = None
+    tz_name: str | None = None
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> K8sArgs:
@@ -102,7 +131,7 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
         raise click.UsageError("--log-tail must be 0 (no limit) or more")
     target = K8sTarget(job=args.k8s_job, pod=args.k8s_pod, since=_since(args.log_since),
                        tail_lines=args.log_tail or None, prometheus=args.prometheus,
-                       prometheus_timeout_s=timeout_s)
+                       prometheus_timeout_s=timeout_s, latency=latency_windows(args))
     kind = "k8s_job" if args.k8s_job else "k8s_pod"
     with BundleWriter(out_dir, {kind: args.label}) as writer:
         try:
@@ -116,6 +145,26 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
             writer.source_error(f"everything from Kubernetes about {args.label}", exc)
             writer.write_incident({"question": f"why did {args.label} fail?"})
     return writer.manifest
+
+
+def latency_windows(args: K8sArgs) -> LatencyWindows | None:
+    """The latency question's windows and service; only with --k8s-pod and --prometheus."""
+    from goodput_agent.collect.k8s_serving import LatencyWindows
+    from goodput_agent.timespec import looking_back, parse_window
+
+    given = {"--baseline": args.baseline, "--incident": args.incident, "--since": args.since,
+             "--service": args.service}
+    if not (args.k8s_pod and args.prometheus):
+        if any(given.values()):
+            raise click.UsageError(f"{', '.join(k for k, v in given.items() if v)}: only with "
+                                   "--k8s-pod and --prometheus (a vLLM pod's latency)")
+        return None
+    tz = args.tz_name
+    return LatencyWindows(
+        search=looking_back(args.since, tz_name=tz) if args.since else None,
+        baseline=parse_window(args.baseline, tz_name=tz) if args.baseline else None,
+        incident=parse_window(args.incident, tz_name=tz) if args.incident else None,
+        service=args.service)
 
 
 def live_bundle_dir(ledger_path: Path, label: str) -> Path:

@@ -13,7 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from goodput_agent.cli_k8s import K8sArgs, collect_k8s_bundle, k8s_options
+from goodput_agent.cli_k8s import (
+    K8sArgs,
+    collect_k8s_bundle,
+    collect_latency_options,
+    k8s_options,
+)
 from goodput_agent.collect.base import Manifest
 from goodput_agent.report import Report
 
@@ -46,7 +51,9 @@ def render_manifest(m: Manifest, root: Path, console: Console) -> None:
               help="The Slurm job to collect (sacct, scontrol, its output files, kernel logs).")
 @k8s_options
 @click.option("--prometheus", "prometheus", default=None, metavar="URL",
-              help="With --k8s-*: also the DCGM exporter series of the pods' nodes.")
+              help="With --k8s-*: also the DCGM exporter series of the pods' nodes, and a "
+                   "vLLM pod's own series (the latency question).")
+@collect_latency_options
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
               help="New (or empty) folder to write the bundle into.")
 @click.option("--timeout", "timeout_s", default=30.0, show_default=True,

@@ -26,6 +26,7 @@ import structlog
 
 from goodput_agent.collect.base import BundleWriter
 from goodput_agent.collect.k8s_owner import collect_owners
+from goodput_agent.collect.k8s_serving import LatencyWindows, choose_question
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.sources.errors import NotFound, SourceError
 from goodput_agent.sources.k8s import (
@@ -52,6 +53,7 @@ class K8sTarget:
     tail_lines: int | None = 20_000  # logs: at most this many lines per container
     prometheus: str | None = None  # DCGM series of the pods' nodes over the window, from here
     prometheus_timeout_s: float = 30.0
+    latency: LatencyWindows | None = None  # a vLLM pod's latency question (k8s_serving)
 
 
 @dataclass
@@ -169,7 +171,7 @@ def collect_k8s(writer: BundleWriter, src: K8sSource, target: K8sTarget,
     if out.window is not None:
         spec["window"] = {"start": out.window.start.isoformat(),
                           "end": out.window.end.isoformat()}
-    writer.write_incident(spec)
+    writer.write_incident(choose_question(writer, target, out.pods, out.window, spec, now))
     return out
 
 
