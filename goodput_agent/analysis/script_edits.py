@@ -27,7 +27,7 @@ _BATCH_FLAGS = (r"micro[-_]batch[-_]size", r"per[-_]device[-_]train[-_]batch[-_]
                 r"train[-_]micro[-_]batch[-_]size[-_]per[-_]gpu", r"batch[-_]size")
 _SEP = r"(?P<sep>\s*=\s*|\s+)(?P<n>\d+)\b"
 _MEM = re.compile(r"(?<![\w-])(?P<flag>--mem(?:-per-(?:cpu|gpu))?)(?P<sep>=|\s+)"
-                  r"(?P<n>\d+)(?P<unit>[KMGT]?B?)?(?![\w.])")
+                  r"(?P<n>\d+)(?P<unit>[KMGTkmgt]?[Bb]?)?(?![\w.])")
 _ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 _SCRIPT_HOW = "scontrol write batch_script JOB - (goodput collect --slurm-job saves it)"
 

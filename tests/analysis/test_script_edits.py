@@ -72,6 +72,11 @@ def test_nothing_to_halve_says_why() -> None:
 def test_host_oom_raises_mem_only_for_a_cgroup_kill() -> None:
     edits, _ = host_oom_edits(SCRIPT, _verdict("host_oom", EventKind.cgroup_oom))
     assert "#SBATCH --mem=64G\n" in _apply(SCRIPT, edits)
+    for old, new in (("--mem 64000", "--mem 128000"), ("--mem=64Gb", "--mem=128Gb"),
+                     ("--mem-per-gpu=80G", "--mem-per-gpu=160G")):
+        text = f"#!/bin/bash\n#SBATCH {old} # limit\nsrun x\n"
+        edits, _ = host_oom_edits(text, _verdict("host_oom", EventKind.cgroup_oom))
+        assert f"#SBATCH {new} # limit\n" in _apply(text, edits)
     edits, notes = host_oom_edits(SCRIPT, _verdict("host_oom", EventKind.host_oom_kill,
                                                    scope="host"))
     assert edits == [] and "not the job's memory limit" in notes[0]
