@@ -359,8 +359,9 @@ def render_verification(r: Any, console: Console) -> None:
 @ledger_option
 def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, author: str,
                 claim_ids: tuple[int, ...], as_json: bool, ledger_path: Path | None) -> None:
-    """Record an exact proposal a person completes (the remedy says a config change in words;
-    this names the file and the edits). It still needs an approval to run."""
+    """Record an exact proposal a person completes (where the remedy could only say a config
+    change in words — its `missing` argument says why — this names the file and the edits).
+    It still needs an approval to run."""
     from goodput_agent.ledger import open_ledger
     from goodput_agent.toolkit import MutatingTool, registry
 
