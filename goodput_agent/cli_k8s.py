@@ -181,8 +181,10 @@ def investigate_k8s(args: K8sArgs, ledger_path: Path | None, kind: str | None,
     from goodput_agent.ledger import default_ledger_path, open_ledger
 
     bundle = live_bundle_dir(ledger_path or default_ledger_path(), args.label)
-    collect_k8s_bundle(args, bundle, timeout_s)
+    manifest = collect_k8s_bundle(args, bundle, timeout_s)
     click.echo(f"goodput: bundle collected into {bundle}", err=True)
+    if why := manifest.target.get("question_why"):  # a vLLM pod: which question, and why
+        click.echo(f"goodput: the {manifest.target.get('question')} question: {why}", err=True)
     with open_ledger(ledger_path) as ledger:
         return investigate_bundle(bundle, ledger, kind, pictures_dir=pictures_dir,
                                   claude=claude)
