@@ -29,7 +29,7 @@ _SEP = r"(?P<sep>\s*=\s*|\s+)(?P<n>\d+)\b"
 _MEM = re.compile(r"(?<![\w-])(?P<flag>--mem(?:-per-(?:cpu|gpu))?)(?P<sep>=|\s+)"
                   r"(?P<n>\d+)(?P<unit>[KMGTkmgt]?[Bb]?)?(?![\w.])")
 _ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-_SCRIPT_HOW = "scontrol write batch_script JOB - (goodput collect --slurm-job saves it)"
+_SCRIPT_HOW = "`goodput collect --slurm-job` saves it: scontrol write batch_script JOB -"
 
 
 class ScriptEdit(BaseModel):
@@ -141,7 +141,7 @@ def _edits_for(v: FailureVerdict, text: str) -> tuple[list[ScriptEdit], list[str
 
 
 def with_script_edits(r: Remedy, v: FailureVerdict, inv: Inventory | None,
-                      job: str | None) -> Remedy:
+                      job: str | None, scheduler: str | None = None) -> Remedy:
     """The remedy, its worded config change replaced by exact edits of the bundle's job script
     where the evidence supports them; otherwise the worded change plus what is missing."""
     shm = bool(v.primary and v.primary.detail.get("shm"))
@@ -153,12 +153,13 @@ def with_script_edits(r: Remedy, v: FailureVerdict, inv: Inventory | None,
             out.append(p)
             continue
         path = job_script(inv, job)
+        if path is None and scheduler == "kubernetes" and v.category == "host_oom":
+            patch, why_not = oom_limit_patch(v, inv)
+            out.append(patch or p.model_copy(update={"args": {**p.args, "missing": why_not}}))
+            continue
         if path is None:
-            patch, why_not = oom_limit_patch(v, inv) if v.category == "host_oom" else (None, "")
-            out.append(patch or p.model_copy(update={"args": {**p.args, "missing": (
-                f"no job script in the bundle ({_SCRIPT_HOW})" + (f"; {why_not}" if why_not
-                                                                   else "")
-                + ": the change stays advice")}}))
+            out.append(p.model_copy(update={"args": {**p.args, "missing": (
+                f"no job script in the bundle ({_SCRIPT_HOW}): the change stays advice")}}))
             continue
         try:
             text = path.read_text(encoding="utf-8")

@@ -34,8 +34,7 @@ KINDS = ("Deployment", "StatefulSet")
 FLAG_KEYS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
              "tensor_parallel_size", "max_model_len", "kv_cache_dtype")
 NO_WORKLOAD = ("no Deployment/StatefulSet in the bundle (`goodput collect --k8s-pod/--k8s-job` "
-               "saves the pods' owner as k8s/workloads.json; a YAML manifest setting the "
-               "flag is edited as a file)")
+               "saves the pods' owner as k8s/workloads.json)")
 _QUANTITY = re.compile(r"^(\d+)([A-Za-z]*)$")
 
 
@@ -130,7 +129,8 @@ def latency_fixes(result: LatencyResult, inv: Inventory | None,
         wls = workloads(inv)
         exact, notes = [], []
         for c, why in causes:
-            p, note = _revert(c, wls, why) if wls else (None, NO_WORKLOAD)
+            p, note = _revert(c, wls, why) if wls else (
+                None, NO_WORKLOAD + ", nor a YAML manifest that sets the flag")
             exact += ([p] if p else []) + _manifest_revert(c, inv, why)
             notes += [note] if note else []
         if exact:

@@ -159,7 +159,8 @@ def _alt(a: FoundAlternative) -> Alternative:
 
 def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
                        inv: Inventory | None = None) -> Conclusion:
-    r = with_script_edits(remedy(v, obs.scheduler_kind, obs.job_id), v, inv, obs.job_id)
+    r = with_script_edits(remedy(v, obs.scheduler_kind, obs.job_id), v, inv, obs.job_id,
+                          obs.scheduler_kind)
     verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
                          status="supported" if v.category != "unknown" else "hypothesis",
                          node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence,
