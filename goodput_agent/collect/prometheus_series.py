@@ -131,13 +131,21 @@ def export(writer: BundleWriter, src: PrometheusSource, match: dict[str, str],
 def collect_pod_series(writer: BundleWriter, url: str, pod: dict[str, Any],
                        window: TimeWindow, timeout_s: float = 30.0) -> PodSeries:
     """Find the pod's vLLM series and write them; a failing server or no series becomes an
-    error in the manifest (the report's missing evidence) and in the answer."""
+    error in the manifest (the report's missing evidence) and in the answer. A server this
+    collection already found down (the DCGM series) is not asked again."""
     meta = pod.get("metadata") or {}
     ref = f"{meta.get('namespace')}/{meta.get('name')}"
     what = f"the vLLM series of pod {ref}"
     out = PodSeries()
     src = PrometheusSource(url, timeout_s=timeout_s, horizon=window)
     tried = " or ".join("{" + _matchers(m) + "}" for m in pod_matches(pod))
+    down = next((e.error for e in writer.manifest.errors
+                 if e.source == SOURCE and e.kind == "unreachable"), None)
+    if down is not None:
+        out.error = f"not asked: already found down: {down}"
+        writer.error(SOURCE, f"{what} ({PROBE}, vllm:* with {tried})", "unreachable",
+                     out.error)
+        return out
     try:
         found = find_pod(src, pod, window)
         if found is None:
