@@ -68,6 +68,7 @@ class ActionTarget(BaseModel):
     retries: bool = False  # reruns a job (requeue, restart)
     changes_config: bool = False  # applies a configuration change
     paths: list[str] = Field(default_factory=list)  # files it writes
+    runs: list[str] = Field(default_factory=list)  # files it submits (a job script)
 
 
 class ToolPreview(BaseModel):

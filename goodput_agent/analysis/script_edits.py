@@ -177,4 +177,9 @@ def with_script_edits(r: Remedy, v: FailureVerdict, inv: Inventory | None,
             rationale="; ".join(e.why for e in edits) + (
                 ". Slurm's requeue reruns its stored copy of the script: submit the edited "
                 "one (sbatch) for the change to take effect")))
+        if job:  # the retry that runs the edit; the gate allows it only after the edit ran
+            out.append(Proposal(tool="slurm_resubmit_job", mutating=True,
+                                args={"job": job, "script": str(path)},
+                                rationale=f"after the edit: submit the edited script again "
+                                          f"(job {job} failed with {v.category})"))
     return r.model_copy(update={"proposals": out})

@@ -146,7 +146,41 @@ def _retry_reasons(ledger: Ledger, action: dict[str, Any], target: ActionTarget,
         if not changed:
             return [f"retry rule: a bare retry after {cat} fails the same way; apply a config "
                     "change first (config_change / k8s_patch_workload, executed)"]
+        unseen = _unseen_change(changed, target, action["tool"])
+        if unseen:
+            return [f"retry rule: {unseen}"]
     return []
+
+
+def _is_definition(path: str) -> bool:
+    """A job script or a workload manifest: what the scheduler copied when the job was
+    submitted or applied, so editing the file changes nothing already submitted."""
+    from goodput_agent.parsing import job_script, k8s_manifest
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        head = ""
+    name = path.rsplit("/", 1)[-1]
+    return job_script.PARSER.sniff(head, name) or k8s_manifest.PARSER.sniff(head, name)
+
+
+def _unseen_change(changes: list[store.Event], target: ActionTarget, tool: str) -> str | None:
+    """Why no executed config change reaches what this retry runs; None when one does."""
+    if any(e.tool != "config_change" for e in changes):
+        return None  # a patched cluster object (k8s_patch_workload): the controller runs it
+    edited = {p for e in changes for p in (e.detail or {}).get("target", {}).get("paths", [])}
+    definitions = {p for p in edited if _is_definition(p)}
+    if edited - definitions:
+        return None  # a config file the job reads when it runs: a rerun picks it up
+    if definitions & set(target.runs):
+        return None
+    how = ("a requeue reruns the script Slurm stored at submission; resubmit the edited script "
+           "(slurm_resubmit_job)" if tool.startswith("slurm_") else
+           "a restart reruns the workload the cluster holds; patch it (k8s_patch_workload)")
+    return (f"the config change edited {', '.join(sorted(definitions))}, which {tool} does not "
+            f"run: {how}")
 
 
 _Checked = tuple[list[str], MutatingTool | None, BaseModel | None]

@@ -2,7 +2,8 @@
 real test Slurm (tests/servers/slurm.py): a job whose script passes `--batch-size 64` and prints
 a CUDA OOM is collected (its batch script with it), investigated into a config_change whose
 preview is the diff halving it; `goodput approve` writes it within the policy's paths, and only
-then does the retry rule let a requeue of the job through."""
+then does the retry rule let a retry through: a resubmit of the edited script, not a requeue
+(which reruns the script Slurm stored)."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def _run(*argv: str) -> dict:
     return json.loads(r.output) if "--json" in argv else {}
 
 
-def test_real_job_oom_to_diff_to_approved_edit_then_requeue(
+def test_real_job_oom_to_diff_to_approved_edit_then_resubmit(
         slurm_cluster: SlurmCluster, oom64_job: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
@@ -153,8 +154,20 @@ def test_real_job_oom_to_diff_to_approved_edit_then_requeue(
     assert r.exit_code == 0, r.output
     assert "--batch-size 32" in script.read_text() and "--batch-size 64" not in \
         script.read_text()
+    # a requeue reruns the script Slurm stored at submission: the edit would not run
     r = CliRunner().invoke(cli, ["approve", str(requeue), "--as", "alice", *base])
+    assert r.exit_code == 2 and "resubmit the edited script" in r.output
+    assert "Restarts=0" in slurm_cluster.run("scontrol", "show", "job", oom64_job)
+    # resubmitting the edited script is the retry the change reaches
+    _run("propose", inv, "slurm_resubmit_job", "--args",
+         json.dumps({"job": oom64_job, "script": str(script)}),
+         "--why", "run the edited script", "--as", "bob", "--ledger", str(ledger))
+    resubmit = max(a["action_id"] for a in _run("actions", inv, "--json", "--ledger",
+                                                 str(ledger), "--policy", str(pol))["actions"])
+    r = CliRunner().invoke(cli, ["approve", str(resubmit), "--as", "alice", *base, "--json"])
     assert r.exit_code == 0, r.output
-    assert slurm_cluster.wait_state(oom64_job, "PENDING", "RUNNING", "COMPLETED", "FAILED",
-                                    "REQUEUED", timeout=30)
-    assert "Restarts=1" in slurm_cluster.run("scontrol", "show", "job", oom64_job)
+    new_job = r.output.split('"stdout": "')[1].split("\\n")[0].split(";")[0]
+    assert new_job.isdigit() and new_job != oom64_job
+    ran = slurm_cluster.run("scontrol", "write", "batch_script", new_job, "-")
+    assert "--batch-size 32" in ran and "--batch-size 64" not in ran
+    slurm_cluster.wait_done(new_job)

@@ -41,6 +41,7 @@ def valid_args(tmp: Path) -> dict[str, dict[str, Any]]:
         "slurm_drain_node": {"node": "gpu-node-03", "reason": "goodput: Xid 79 on GPU 0"},
         "slurm_resume_node": {"node": "gpu-node-03"},
         "slurm_requeue_job": {"job": "4242", "exclude": ["gpu-node-03"]},
+        "slurm_resubmit_job": {"job": "4242", "script": str(script), "exclude": ["gpu-node-03"]},
         "slurm_hold_job": {"job": "4242"},
         "slurm_release_job": {"job": "4242"},
         "k8s_cordon_node": {"node": "gpu-node-03"},

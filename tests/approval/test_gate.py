@@ -155,9 +155,28 @@ def test_bare_retry_after_oom_needs_an_applied_config_change(tmp_path, ledger, p
                                                              recorder) -> None:
     args = valid_args(tmp_path)
     _, ids = make_investigation(ledger, "gpu_oom", {
-        "slurm_requeue_job": {"job": "4242"}, "config_change": args["config_change"]})
+        "slurm_requeue_job": {"job": "4242"}, "config_change": args["config_change"],
+        "slurm_resubmit_job": args["slurm_resubmit_job"]})
     with pytest.raises(GateRefused, match="bare retry after gpu_oom"):
         approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
+    approve_action(ledger, ids["config_change"], "alice", policy)
+    execute_action(ledger, ids["config_change"], recorder.context(), policy)
+    # the change edited the job script: a requeue reruns Slurm's stored copy, not the edit
+    with pytest.raises(GateRefused, match="resubmit the edited script"):
+        approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
+    approve_action(ledger, ids["slurm_resubmit_job"], "alice", policy)
+    execute_action(ledger, ids["slurm_resubmit_job"], recorder.context(), policy)
+    assert [c[0] for c in recorder.calls] == ["config_change", "slurm_resubmit_job"]
+
+
+def test_a_retry_after_a_runtime_config_change_may_requeue(tmp_path, ledger, policy,  # noqa: ANN001
+                                                          recorder) -> None:
+    config = tmp_path / "train.yaml"  # read by the job when it runs, not copied at submission
+    config.write_text("micro_batch_size: 8\n")
+    change = {"path": str(config), "edits": [{"old": "micro_batch_size: 8",
+                                              "new": "micro_batch_size: 4"}]}
+    _, ids = make_investigation(ledger, "gpu_oom", {
+        "slurm_requeue_job": {"job": "4242"}, "config_change": change})
     approve_action(ledger, ids["config_change"], "alice", policy)
     execute_action(ledger, ids["config_change"], recorder.context(), policy)
     approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
