@@ -8,6 +8,8 @@
     logs/<pod>_<container>.log     other containers
     logs/previous/<pod>.log        the previous instance of a restarted container (--previous)
     incident.yaml     the question, job and time window (from the pods' start and end)
+    metrics/vllm/<family>.json, config/engine_args.yaml   a vLLM pod's series and command line,
+                      with --prometheus: its latency question (collect/k8s_serving.py)
     manifest.json     (collect/base.py) every API call, the window, and what could not be read
 
 A source that is unreachable, forbidden or slow leaves its files out and an error in the

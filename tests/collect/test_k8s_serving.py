@@ -28,6 +28,8 @@ from tests.servers.prometheus import PrometheusUnavailable, ensure_prometheus, r
 CASES = REPO / "evals" / "latency_cases"
 SINCE = "2025-06-03T11:00:00Z/2025-06-03T12:00:00Z"  # the case's hour
 SECRET = "sk-fixtureSecret0123456789"
+# one case of each other verdict, each served by its own pod (vllm-10, vllm-17, vllm-24)
+MORE = ("l10-kv-num-gpu-blocks-info-only", "l17-prompt-3x", "l24-output-3x")
 
 
 def expected(case: str) -> dict:
@@ -85,14 +87,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     except PrometheusUnavailable as exc:
         pytest.skip(str(exc))
     work = tmp_path_factory.mktemp("prom")
-    files = F.write_series(work / "series")
+    files = F.write_series(work / "series", MORE)
     with running_prometheus(work, files) as url:
         yield url, work
 
 
 @pytest.fixture
 def kube(tmp_path: Path) -> Iterator[str]:
-    c = F.cluster(F.vllm_pod(), F.generic_pod())
+    c = F.cluster(F.vllm_pod(), F.generic_pod(),
+                  *(F.case_pod(case, k) for k, case in enumerate(MORE)))
     oom = next(o for k, o in serving_cluster().objects.items() if k[2] == "vllm-6d4f9c7b8-x2k9p")
     c.add(oom)
     with running_kube_api(c) as srv:
@@ -150,6 +153,21 @@ def test_vllm_pod_live_collected_and_the_case_agree(served, kube, tmp_path):
     assert case["latency"]["windows"] == live["latency"]["windows"]
     for key, value in case["latency"]["ratios"].items():
         assert live["latency"]["ratios"][key] == pytest.approx(value, rel=1e-9), key
+
+
+@pytest.mark.parametrize("case", MORE)
+def test_each_verdict_through_a_pod(served, kube, tmp_path, case):
+    url, _ = served
+    w = yaml.safe_load((CASES / case / "incident.yaml").read_text())["window"]
+    ledger = str(tmp_path / "l.duckdb")
+    live = report_of(run("investigate", "--k8s-pod", f"serving/vllm-{case[1:3]}", "--prometheus",
+                         url, "--since", f"{w['start']}/{w['end']}", "--kubeconfig", kube,
+                         "--json", "--ledger", ledger))
+    shipped = report_of(run("investigate", str(CASES / case), "--json", "--ledger", ledger))
+    assert live["kind"] == "latency"
+    assert live["root_cause"]["category"] == shipped["root_cause"]["category"] == \
+        expected(case)["category"]
+    assert live["latency"]["windows"] == shipped["latency"]["windows"]
 
 
 def test_a_pod_known_as_vllm_only_by_its_series(served, kube, tmp_path):

@@ -48,6 +48,16 @@ def pod(name: str, ip: str, containers: list[dict[str, Any]],
                        "startTime": started, "containerStatuses": statuses or running}}
 
 
+def case_pod(case_id: str, k: int) -> dict[str, Any]:
+    """A pod serving one more case's service (`vllm-<case number>`), with its engine arguments
+    (those it starts with: a redeploy is another pod)."""
+    model = latency_spec(case_id).models[0]
+    argv = model.before.engine_args(model.name)
+    return pod(f"vllm-{case_id[1:3]}", f"10.2.1.{k}", [
+        {"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": argv[:2],
+         "args": argv[2:]}])
+
+
 def vllm_pod() -> dict[str, Any]:
     spec = case_spec()
     model = spec.models[0]
@@ -95,11 +105,14 @@ def labelled(text: str, labels: dict[str, str]) -> str:
                      for line in text.split("\n"))
 
 
-def write_series(out: Path) -> list[Path]:
-    """The case's series as vllm-0's and the decoy's as chat-1's (two files to backfill)."""
+def write_series(out: Path, more: tuple[str, ...] = ()) -> list[Path]:
+    """The case's series as vllm-0's and the decoy's as chat-1's, and each of `more` cases as
+    its case_pod's (one file per pod to backfill)."""
     out.mkdir(parents=True, exist_ok=True)
     files = []
-    for spec, p in ((case_spec(), vllm_pod()), (decoy_spec(), generic_pod())):
+    pairs = [(case_spec(), vllm_pod()), (decoy_spec(), generic_pod())]
+    pairs += [(latency_spec(c), case_pod(c, k)) for k, c in enumerate(more)]
+    for spec, p in pairs:
         path = out / f"{p['metadata']['name']}.om"
         path.write_text(labelled(render_vllm_metrics(spec), target_labels(p)))
         files.append(path)
