@@ -112,6 +112,14 @@ def failing(pod: dict[str, Any], window: TimeWindow | None = None) -> str | None
     status = pod.get("status") or {}
     if status.get("phase") == "Failed":
         return f"pod phase Failed ({status.get('reason') or 'no reason given'})"
+    if status.get("phase") == "Pending":  # never scheduled or started: nothing served yet
+        unscheduled = next((c for c in status.get("conditions") or [] if isinstance(c, dict)
+                            and c.get("type") == "PodScheduled" and c.get("status") == "False"),
+                           None)
+        if unscheduled is None:
+            return "pod phase Pending"
+        why = ": ".join(str(unscheduled[k]) for k in ("reason", "message") if unscheduled.get(k))
+        return f"pod phase Pending ({why or 'not scheduled'})"
     for cs in status.get("containerStatuses") or []:
         if not isinstance(cs, dict):
             continue

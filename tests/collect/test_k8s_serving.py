@@ -75,6 +75,12 @@ def test_failing_is_a_crash_now_or_within_the_window():
     assert failing(restarted, day) == ("container vllm last terminated: OOMKilled (exit code "
                                        "137) at 2025-06-02T10:00:00Z")
     assert failing(restarted, later) is None  # an old crash: the pod serves again
+    pending = F.vllm_pod()
+    pending["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]}
+    assert failing(pending) == ("pod phase Pending (Unschedulable: 0/4 nodes are available: 4 "
+                                "Insufficient nvidia.com/gpu.)")
 
 
 # --------------------------------------------------------------------------- end to end
