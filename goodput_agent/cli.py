@@ -162,8 +162,9 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @pictures_option
 @_with(prometheus_options)
 @click.option("--since", "since_text", default=None, metavar="DURATION",
-              help="With --prometheus: look back this far for the change (6h), or search "
-                   "this window (10:00-11:00, START/END).")
+              help="With --prometheus (also with --k8s-pod: a vLLM pod's series): look back "
+                   "this far for the change (6h), or search this window (10:00-11:00, "
+                   "START/END).")
 @_with(claude_options)
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")

@@ -149,7 +149,7 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
 
 def latency_windows(args: K8sArgs) -> LatencyWindows | None:
     """The latency question's windows and service; only with --k8s-pod and --prometheus."""
-    from goodput_agent.collect.k8s_serving import LatencyWindows
+    from goodput_agent.collect.k8s_serving import MAX_SPAN, LatencyWindows
     from goodput_agent.timespec import looking_back, parse_window
 
     given = {"--baseline": args.baseline, "--incident": args.incident, "--since": args.since,
@@ -160,11 +160,17 @@ def latency_windows(args: K8sArgs) -> LatencyWindows | None:
                                    "--k8s-pod and --prometheus (a vLLM pod's latency)")
         return None
     tz = args.tz_name
-    return LatencyWindows(
+    lw = LatencyWindows(
         search=looking_back(args.since, tz_name=tz) if args.since else None,
         baseline=parse_window(args.baseline, tz_name=tz) if args.baseline else None,
         incident=parse_window(args.incident, tz_name=tz) if args.incident else None,
         service=args.service)
+    asked = lw.asked(datetime.now(UTC))
+    if asked.end - asked.start > MAX_SPAN:
+        raise click.UsageError(f"the latency windows span {asked.end - asked.start}: a pod's "
+                               f"series are collected sample for sample, at most "
+                               f"{MAX_SPAN.total_seconds() / 3600:g} h (narrow --since)")
+    return lw
 
 
 def live_bundle_dir(ledger_path: Path, label: str) -> Path:

@@ -168,6 +168,7 @@ def engine_args_yaml(pod: dict[str, Any], container: VllmContainer) -> str:
 
 LOOKBACK = timedelta(minutes=5)  # samples before a window that its first gauge steps see
 DEFAULT_SINCE = timedelta(hours=6)  # as `goodput investigate --prometheus`
+MAX_SPAN = timedelta(hours=24)  # raw samples of ~200 series: a day is ~1.2 M of them
 
 
 @dataclass
@@ -242,7 +243,8 @@ def choose_question(writer: BundleWriter, target: K8sTarget, pods: list[dict[str
     else:
         evidence.append(f"its vLLM series could not be had: {found.error}")
     why = "serves vLLM and is not failing: " + "; ".join(evidence)
-    writer.manifest.target.update(question="latency", question_why=why)
+    writer.manifest.target.update(question="latency", question_why=why, series_window=(
+        f"{collect.start.isoformat()}/{collect.end.isoformat()}"))
     spec: dict[str, object] = {
         "question": f"why did inference latency of {service or 'the model'} on pod {ref} rise? "
                     f"(the latency question: {why})",

@@ -135,6 +135,8 @@ def test_vllm_pod_live_collected_and_the_case_agree(served, kube, tmp_path):
     assert collected.exit_code == 0, collected.output
     manifest = json.loads(collected.output)
     assert manifest["errors"] == [] and manifest["target"]["question"] == "latency"
+    assert manifest["target"]["series_window"] == \
+        "2025-06-03T10:55:00+00:00/2025-06-03T12:00:00+00:00"
     series = [f for f in manifest["files"] if f["path"].startswith("metrics/vllm/")]
     assert len(series) >= 15
     assert all('namespace="serving",pod="vllm-0"' in f["query"]
@@ -232,3 +234,6 @@ def test_latency_windows_need_a_pod_and_prometheus(kube, tmp_path):
                  "-o", str(tmp_path / "b"))
     assert result.exit_code == 2
     assert "--since: only with --k8s-pod and --prometheus" in result.output
+    result = run("collect", "--k8s-pod", "serving/vllm-0", "--prometheus", "http://127.0.0.1:1",
+                 "--since", "3d", "--kubeconfig", kube, "-o", str(tmp_path / "c"))
+    assert result.exit_code == 2 and "at most 24 h (narrow --since)" in result.output
