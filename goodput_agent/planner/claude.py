@@ -30,6 +30,7 @@ from goodput_agent.planner.claude_tools import (
     tool_definitions,
 )
 from goodput_agent.planner.loop import execute
+from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import CATEGORIES, EvidenceItem, ProposedAction, Report, Retry, RootCause
 from goodput_agent.toolkit import ToolContext, registry
@@ -346,6 +347,9 @@ def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, questi
                          gpu=f.gpu, confidence=f.confidence,
                          evidence=_evidence_items(ledger, inv_id, ids))
         unknowns, alternatives, retry = f.unknowns, f.alternatives, f.retry
+    # what collection missed is said whatever the model said (or did not say)
+    inv = agent.ctx.bundle.inventory if agent.ctx.bundle is not None else None
+    unknowns = with_missing_evidence(unknowns, inv)
     report = Report(investigation_id=inv_id, kind=agent.kind,  # type: ignore[arg-type]
                     question=question, root_cause=root, alternatives=alternatives, retry=retry,
                     actions=actions, unread=sorted(unread), unread_reasons=unread,

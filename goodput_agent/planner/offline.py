@@ -22,6 +22,7 @@ from goodput_agent.planner.base import (
     StepResult,
     ToolCall,
 )
+from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 from goodput_agent.toolkit import EventsOutput
 from goodput_agent.tools.profiler_traces import TracesOutput
@@ -54,7 +55,7 @@ class OfflinePlanner:
         outputs = {s.call.tool: s.output for s in history if s.output is not None}
         errors = [f"{s.call.tool} failed: {s.error}" for s in history if s.error]
         inv = outputs.get("bundle_inventory")
-        errors += getattr(inv, "missing", [])  # what `goodput collect` could not collect
+        errors = with_missing_evidence(errors, inv if isinstance(inv, Inventory) else None)
         if self.kind == "slowdown":
             return slowdown_conclusion(outputs, errors)
         if self.kind == "latency":

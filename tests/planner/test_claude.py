@@ -205,3 +205,41 @@ def test_invalid_conclusion_is_repaired_then_unknown(tmp_path: Path, demo_bundle
     assert "no valid conclusion after 2 repair attempts" in run.report.root_cause.summary
     assert json.loads(run.record.conclusion["report_json"])["root_cause"]["category"] == \
         "unknown"
+
+
+def _with_manifest_error(demo_bundle: Path, tmp_path: Path) -> tuple[Path, str]:
+    """The demo bundle as `goodput collect` might have left it: one source it could not read."""
+    import shutil
+    from datetime import UTC, datetime
+
+    from goodput_agent.collect.base import MANIFEST_NAME, CollectError, Manifest
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(demo_bundle, bundle)
+    m = Manifest(created_at=datetime.now(UTC), host="login-1", errors=[CollectError(
+        source="kernel_log", what="kernel log of gpu-node-07", kind="forbidden",
+        error="dmesg: read kernel buffer failed: Operation not permitted")])
+    (bundle / MANIFEST_NAME).write_text(m.model_dump_json(by_alias=True), encoding="utf-8")
+    return bundle, m.missing_evidence()[0]
+
+
+def test_manifest_missing_evidence_reaches_the_report_whatever_the_model_says(
+        tmp_path: Path, demo_bundle: Path) -> None:
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+
+    bundle, line = _with_manifest_error(demo_bundle, tmp_path)
+    assert line.startswith("missing evidence: kernel log of gpu-node-07 (kernel_log, forbidden")
+    # the scripted model concludes with no unknowns at all
+    run = run_claude(happy_script(), tmp_path / "concluded", bundle)
+    assert run.report.root_cause.category == "gpu_hardware"
+    assert run.report.unknowns == [line]
+    stored = json.loads(run.record.conclusion["report_json"])
+    assert stored["unknowns"] == [line]
+    # and a run a budget cut short says it after the budget line and the claims so far
+    cut = run_claude(happy_script(), tmp_path / "cut", bundle, budgets={"max_turns": 1})
+    assert "max_turns" in cut.report.unknowns[0] and cut.report.unknowns[-1] == line
+    # the offline planner says the same line, through the same function
+    with Ledger(tmp_path / "offline.duckdb") as lg:
+        offline = investigate_bundle(bundle, lg)
+    assert line in offline.unknowns and offline.unknowns.count(line) == 1
