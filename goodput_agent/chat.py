@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.planner.claude import Agent
+from goodput_agent.planner.claude import Agent, BudgetSpent
 from goodput_agent.planner.claude_client import MessagesClient
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import read_page
@@ -84,7 +84,10 @@ class ChatSession:
             spent = agent.budget_exhausted()
             if spent:
                 return "".join(answer), spent
-            turn = agent.call(on_text=on_text)
+            try:
+                turn = agent.call(on_text=on_text)
+            except BudgetSpent as exc:
+                return "".join(answer), str(exc)
             answer += [b["text"] for b in turn.content if b.get("type") == "text"]
             if not agent.answer_tools(turn, on_tool):
                 return "".join(answer), None

@@ -4,6 +4,7 @@ tool_use left unanswered by a crash is dropped on resume."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from goodput_agent.bundle import open_bundle
@@ -55,6 +56,23 @@ def test_per_answer_tool_budget_refuses_extra_calls(tmp_path: Path, demo_bundle:
     assert tools == [("log_activity", False)] * 2 + [("log_activity", True)] * 2
     assert ran[0]["n"] == 2 and spent and "max_tool_calls" in spent
     assert sent == 1  # the budget ended the answer before another request
+
+
+def test_a_slow_streamed_answer_ends_at_the_wall_time_budget(tmp_path: Path,
+                                                             demo_bundle: Path) -> None:
+    script = [FixtureReply([text("too late")], delay_s=30.0)]
+    with scripted_messages_api(script) as api, open_bundle(demo_bundle) as b, \
+            Ledger(tmp_path / "l.duckdb") as lg:
+        inv = lg.start_investigation("chat", "failure", str(demo_bundle), "claude-chat", "0")
+        settings = settings_for(api.url, budgets={"max_wall_s": 2.0})
+        session = ChatSession(settings, lg, inv, ToolContext(bundle=b), "failure")
+        t0 = time.monotonic()
+        answer, spent = session.ask("why?", lambda s: None, lambda *a: None)
+        took = time.monotonic() - t0
+        sent = len(api.requests)
+    assert took < 15 and answer == "" and sent == 1
+    assert spent and "max_wall_s" in spent and "Messages API" in spent
+    assert api.requests[0].body.get("stream") is True
 
 
 def test_resume_drops_an_unanswered_tool_use() -> None:

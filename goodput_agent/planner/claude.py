@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from goodput_agent import __version__
 from goodput_agent.ledger import Ledger, digest
 from goodput_agent.planner.base import ToolCall
-from goodput_agent.planner.claude_client import MessagesClient, Turn
+from goodput_agent.planner.claude_client import DeadlineReached, MessagesClient, Turn
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import present, read_page, wrap
 from goodput_agent.planner.claude_store import record_llm_call
@@ -52,6 +52,10 @@ def system_prompt(chat: bool = False) -> tuple[str, str]:
     if chat:
         text += "\n" + prompt_text("system_chat.md")
     return text, digest(text)
+
+
+class BudgetSpent(Exception):
+    """A budget ran out during a model turn (the wall time, while the API was answering)."""
 
 
 class ToolOutcome:
@@ -95,6 +99,10 @@ class Agent:
                 return f"the {name} budget ({limit:g}) was reached (used {used:g})"
         return None
 
+    def deadline(self) -> float:
+        """When the wall-time budget runs out (time.monotonic())."""
+        return self.started + self.settings.budgets.max_wall_s
+
     # --- messages --------------------------------------------------------------------
 
     def add(self, role: str, content: Any) -> None:
@@ -128,11 +136,20 @@ class Agent:
     def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
         self._compact()
         left = self.settings.budgets.max_output_tokens - self.output_tokens
-        turn = self.client.create(
-            system=[{"type": "text", "text": self.system,
-                     "cache_control": {"type": "ephemeral"}}],
-            tools=self.tools, messages=self.messages, on_text=on_text,
-            max_tokens=max(1, min(self.settings.max_tokens_per_turn, left)))
+        try:
+            turn = self.client.create(
+                system=[{"type": "text", "text": self.system,
+                         "cache_control": {"type": "ephemeral"}}],
+                tools=self.tools, messages=self.messages, on_text=on_text,
+                max_tokens=max(1, min(self.settings.max_tokens_per_turn, left)),
+                deadline=self.deadline())
+        except DeadlineReached as exc:
+            limit = self.settings.budgets.max_wall_s
+            used = time.monotonic() - self.started
+            log.warning("wall_budget_spent_in_call", limit_s=limit, used_s=round(used, 3),
+                        why=str(exc))
+            raise BudgetSpent(f"the max_wall_s budget ({limit:g}) was reached (used {used:.3g}) "
+                              f"while the Messages API was answering: {exc}") from exc
         self.turns += 1
         self.last_input = turn.input_tokens + turn.cache_creation_tokens + turn.cache_read_tokens
         self.input_tokens += self.last_input
@@ -291,7 +308,11 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
         if spent:
             why_unknown = f"partial report: {spent} before a conclusion"
             break
-        turn = agent.call()
+        try:
+            turn = agent.call()
+        except BudgetSpent as exc:
+            why_unknown = f"partial report: {exc} before a conclusion"
+            break
         outcomes = agent.answer_tools(turn)
         finish = next((o.finish for o in outcomes if o.finish is not None), None)
         if finish is not None:

@@ -1,9 +1,14 @@
 """The Messages API, called through the anthropic SDK with one retry policy (tenacity): 429, 529,
 5xx and connection errors are retried with exponential backoff and jitter, honoring
-`retry-after`; 4xx input errors are not. The SDK's own retries are off (max_retries=0)."""
+`retry-after`; 4xx input errors are not. The SDK's own retries are off (max_retries=0).
+
+With a deadline (the investigation's wall-time budget), each attempt's timeout is the smaller of
+the per-call cap and the time left, no backoff sleeps past it, and an attempt the deadline cuts
+raises DeadlineReached instead of being retried."""
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -11,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
+import httpx
 import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -35,6 +41,10 @@ class Turn:
 
 # error types the API sends inside a stream that has already answered 200
 RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+class DeadlineReached(Exception):
+    """The deadline passed before, or while, the Messages API answered."""
 
 
 def retryable(exc: BaseException) -> bool:
@@ -71,14 +81,17 @@ class MessagesClient:
                                        max_retries=0, timeout=settings.request_timeout_s)
         self._sleep = sleep
 
-    def _wait(self, state: RetryCallState) -> float:
+    def _wait(self, state: RetryCallState, deadline: float | None = None) -> float:
         exc = state.outcome.exception() if state.outcome else None
         after = retry_after_s(exc)
-        if after is not None:
-            return min(after, self.settings.retry.retry_after_cap_s)
         r = self.settings.retry
-        backoff = min(r.max_s, r.initial_s * 2 ** (state.attempt_number - 1))
-        return backoff + random.uniform(0, r.jitter_s)
+        if after is not None:
+            wait = min(after, r.retry_after_cap_s)
+        else:
+            backoff = min(r.max_s, r.initial_s * 2 ** (state.attempt_number - 1))
+            wait = backoff + random.uniform(0, r.jitter_s)
+        # never sleep past the deadline: the next attempt then finds no time left
+        return wait if deadline is None else max(0.0, min(wait, deadline - time.monotonic()))
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -87,29 +100,38 @@ class MessagesClient:
                     request_id=getattr(exc, "request_id", None),
                     wait_s=round(state.upcoming_sleep, 3), error=type(exc).__name__)
 
-    def _retrying(self) -> Retrying:
+    def _retrying(self, deadline: float | None) -> Retrying:
         return Retrying(retry=retry_if_exception(retryable),
                         stop=stop_after_attempt(self.settings.retry.attempts),
-                        wait=self._wait, sleep=self._sleep, before_sleep=self._log_retry,
-                        reraise=True)
+                        wait=functools.partial(self._wait, deadline=deadline), sleep=self._sleep,
+                        before_sleep=self._log_retry, reraise=True)
+
+    def _timeout(self, deadline: float | None) -> tuple[float, bool]:
+        """This attempt's timeout, and whether it is the deadline's (not the per-call cap)."""
+        cap = self.settings.request_timeout_s
+        if deadline is None:
+            return cap, False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineReached("no time was left for the call")
+        return min(cap, left), left < cap
 
     def create(self, *, on_text: Callable[[str], None] | None = None,
-               **request: Any) -> Turn:
-        """One model turn; with `on_text`, streamed and each text piece handed over as it comes."""
+               deadline: float | None = None, **request: Any) -> Turn:
+        """One model turn; with `on_text`, streamed and each text piece handed over as it comes.
+        `deadline` (time.monotonic()) bounds every attempt and the sleeps between them."""
         request = {"model": self.settings.model,
                    "max_tokens": self.settings.max_tokens_per_turn, **request}
-        for attempt in self._retrying():
+        for attempt in self._retrying(deadline):
             with attempt:
+                timeout, by_deadline = self._timeout(deadline)
                 t0 = time.perf_counter()
-                if on_text is None:
-                    msg = self.sdk.messages.create(**request)
-                    request_id = msg._request_id
-                else:
-                    with self.sdk.messages.stream(**request) as stream:
-                        for piece in stream.text_stream:
-                            on_text(piece)
-                        msg = stream.get_final_message()
-                        request_id = stream.response.headers.get("request-id")
+                try:
+                    msg, request_id = self._send(request, timeout, on_text, deadline)
+                except (anthropic.APITimeoutError, httpx.TimeoutException) as exc:
+                    if by_deadline:
+                        raise DeadlineReached(f"the call was cut after {timeout:.3g} s") from exc
+                    raise
         duration_ms = (time.perf_counter() - t0) * 1000
         u = msg.usage
         turn = Turn(content=[b.model_dump(mode="json", exclude_none=True) for b in msg.content],
@@ -122,3 +144,17 @@ class MessagesClient:
                  stop_reason=turn.stop_reason, input_tokens=turn.input_tokens,
                  output_tokens=turn.output_tokens, ms=round(duration_ms, 1))
         return turn
+
+    def _send(self, request: dict[str, Any], timeout: float,
+              on_text: Callable[[str], None] | None,
+              deadline: float | None) -> tuple[anthropic.types.Message, str | None]:
+        if on_text is None:
+            msg = self.sdk.messages.create(**request, timeout=timeout)
+            return msg, msg._request_id
+        with self.sdk.messages.stream(**request, timeout=timeout) as stream:
+            # the timeout bounds each read; a stream still going at the deadline is cut here
+            for piece in stream.text_stream:
+                on_text(piece)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlineReached("the streamed answer was cut at the deadline")
+            return stream.get_final_message(), stream.response.headers.get("request-id")

@@ -4,6 +4,7 @@ what it sends (untrusted envelopes, cache_control, headers) and what the ledger 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from goodput_agent.planner.claude import system_prompt
@@ -243,3 +244,38 @@ def test_manifest_missing_evidence_reaches_the_report_whatever_the_model_says(
     with Ledger(tmp_path / "offline.duckdb") as lg:
         offline = investigate_bundle(bundle, lg)
     assert line in offline.unknowns and offline.unknowns.count(line) == 1
+
+
+def test_a_slow_answer_is_cut_at_the_wall_time_budget(tmp_path: Path,
+                                                      demo_bundle: Path) -> None:
+    """The budget bounds the API call itself, not only the gaps between turns: the model's
+    second answer would take 30 s, the budget leaves about 3, the per-call cap is 60."""
+    script = [FixtureReply([tool_use("bundle_inventory", {})]),
+              FixtureReply([tool_use("kernel_log_events", {})], delay_s=30.0)]
+    t0 = time.monotonic()
+    run = run_claude(script, tmp_path, demo_bundle, budgets={"max_wall_s": 3.0},
+                     request_timeout_s=60.0)
+    assert time.monotonic() - t0 < 15  # not the 30 s answer, nor the 60 s cap
+    assert len(run.requests) == 2 and run.sleeps == []  # cut, not retried
+    rc = run.report.root_cause
+    assert rc.category == "unknown" and rc.summary.startswith("partial report: the max_wall_s")
+    assert "while the Messages API was answering" in run.report.unknowns[0]
+    assert run.record.conclusion is not None and run.record.conclusion["exit_code"] == 3
+    assert json.loads(run.record.conclusion["report_json"])["root_cause"]["summary"] == \
+        rc.summary
+    # the call that answered is in the ledger; the cut one has no usage to record
+    assert len(run.rows("SELECT * FROM llm_calls WHERE investigation_id = ?")) == 1
+
+
+def test_retry_waits_never_sleep_past_the_wall_time_budget(tmp_path: Path,
+                                                           demo_bundle: Path) -> None:
+    """A 529 asking to come back in 100 s, with about 2 s of budget left: the wait is cut to
+    what is left, and the retry that follows gets only that long (its answer is slow)."""
+    script = [FixtureError(529, "overloaded_error", "Overloaded", {"retry-after": "100"}),
+              FixtureReply([tool_use("bundle_inventory", {})], delay_s=30.0)]
+    t0 = time.monotonic()
+    run = run_claude(script, tmp_path, demo_bundle, budgets={"max_wall_s": 2.0})
+    assert time.monotonic() - t0 < 15
+    assert len(run.sleeps) == 1 and 0 < run.sleeps[0] <= 2.0
+    assert len(run.requests) == 2
+    assert "max_wall_s" in run.report.root_cause.summary

@@ -25,6 +25,7 @@ class FixtureReply:
     input_tokens: int | None = None  # default: the request's JSON size / 4
     output_tokens: int = 20
     fail_midstream: bool = False  # streamed: an overloaded_error event after message_start
+    delay_s: float = 0.0  # the server waits this long before answering (a slow model)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class ScriptedMessagesAPI:
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._n = 0
+        self._stopping = threading.Event()  # ends a delayed answer's wait when the server stops
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
@@ -120,10 +122,16 @@ class ScriptedMessagesAPI:
                         {**turn.headers, "request-id": f"req_fixture_{n:04d}"})
                     return
                 msg = _message(turn, body, n)
-                if body.get("stream"):
-                    self._sse(msg, n, turn.fail_midstream)
-                else:
-                    self._json(200, msg, {"request-id": f"req_fixture_{n:04d}"})
+                if turn.delay_s and server._stopping.wait(turn.delay_s):
+                    self.close_connection = True
+                    return  # stopped while waiting: the client gave up long ago
+                try:
+                    if body.get("stream"):
+                        self._sse(msg, n, turn.fail_midstream)
+                    else:
+                        self._json(200, msg, {"request-id": f"req_fixture_{n:04d}"})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (its timeout) before the answer came
 
             def _json(self, status: int, obj: Any, headers: dict[str, str]) -> None:
                 data = json.dumps(obj).encode()
@@ -160,6 +168,7 @@ class ScriptedMessagesAPI:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
