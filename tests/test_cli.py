@@ -70,6 +70,28 @@ def _one_line_error(proc: subprocess.CompletedProcess[str], name: str) -> None:
     assert name in lines[0]
 
 
+def test_investigate_draws_the_failure_timeline_and_stores_the_picture_list(
+        tmp_path: Path, demo_bundle: Path) -> None:
+    import duckdb
+
+    ledger = tmp_path / "l.duckdb"
+    proc = run("investigate", str(demo_bundle), "--json", "--ledger", str(ledger))
+    report = Report.model_validate_json(proc.stdout)
+    timeline = tmp_path / "reports" / (report.investigation_id or "") / "failure-timeline.svg"
+    assert report.pictures == [str(timeline.resolve())]
+    svg = timeline.read_text()
+    assert "Failure timeline" in svg and "first failure" in svg and "gpu-node-03" in svg
+    con = duckdb.connect(str(ledger), read_only=True)
+    try:
+        stored = con.execute("SELECT report_json FROM conclusions WHERE investigation_id = ?",
+                             [report.investigation_id]).fetchone()[0]
+    finally:
+        con.close()
+    assert json.loads(stored)["pictures"] == report.pictures  # stored with its pictures
+    human = run("investigate", str(demo_bundle), "--ledger", str(ledger))
+    assert "failure-timeline.svg" in human.stdout  # the report a person reads lists it
+
+
 def test_empty_dir_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     _one_line_error(run("investigate", str(tmp_path / "empty"), "--ledger",

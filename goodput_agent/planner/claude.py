@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from goodput_agent import __version__
 from goodput_agent.ledger import Ledger, digest
+from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.base import ToolCall
 from goodput_agent.planner.claude_client import DeadlineReached, MessagesClient, Turn
 from goodput_agent.planner.claude_config import ClaudeSettings
@@ -29,7 +30,7 @@ from goodput_agent.planner.claude_tools import (
     RecordClaimInput,
     tool_definitions,
 )
-from goodput_agent.planner.loop import execute
+from goodput_agent.planner.loop import execute, store_report
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import CATEGORIES, EvidenceItem, ProposedAction, Report, Retry, RootCause
@@ -293,7 +294,8 @@ def first_message(question: str, kind: str, target: str) -> str:
 
 def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, question: str,
                 kind: str, target: str, unread: Callable[[], dict[str, str]],
-                client: MessagesClient | None = None) -> Report:
+                client: MessagesClient | None = None,
+                pictures: PictureHook | None = None) -> Report:
     """One investigation planned by Claude; always ends with a recorded report."""
     _, phash = system_prompt()
     inv_id = ledger.start_investigation(question, kind, target, PLANNER_NAME, __version__,
@@ -327,7 +329,7 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
                 why_unknown = (f"no valid conclusion after {settings.repair_attempts} repair "
                                f"attempts: {bad[-1].content}")
                 break
-    report = _report(agent, finish, why_unknown, question, unread())
+    report = _report(agent, finish, why_unknown, question, unread(), pictures)
     log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
              turns=agent.turns, tool_calls=agent.tool_calls, input_tokens=agent.input_tokens,
              output_tokens=agent.output_tokens)
@@ -347,7 +349,7 @@ def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[Evidenc
 
 
 def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
-            unread: dict[str, str]) -> Report:
+            unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
     ledger, inv_id = agent.ledger, agent.inv_id
     claims = agent._claims()
     actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
@@ -376,7 +378,4 @@ def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, questi
                     actions=actions, unread=sorted(unread), unread_reasons=unread,
                     unknowns=unknowns)
     report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
-    exit_code = 3 if report.root_cause.category == "unknown" else 0
-    ledger.record_conclusion(inv_id, report.root_cause.category, report.root_cause.confidence,
-                             exit_code, report.to_json())
-    return report
+    return store_report(ledger, report, pictures)

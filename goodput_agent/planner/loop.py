@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from goodput_agent import __version__
 from goodput_agent.events import Event
 from goodput_agent.ledger import Ledger
+from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.base import ClaimDraft, Conclusion, Planner, StepResult, ToolCall
 from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, RootCause
@@ -95,7 +96,8 @@ def _record_claim(ledger: Ledger, inv_id: str, w: _EvidenceWriter, c: ClaimDraft
 
 
 def run_investigation(planner: Planner, ctx: ToolContext, ledger: Ledger, *, question: str,
-                      kind: str, target: str, unread: Callable[[], dict[str, str]]) -> Report:
+                      kind: str, target: str, unread: Callable[[], dict[str, str]],
+                      pictures: PictureHook | None = None) -> Report:
     inv_id = ledger.start_investigation(question, kind, target, planner.name, __version__)
     log.info("investigation_started", id=inv_id, kind=kind, target=target, planner=planner.name)
     history: list[StepResult] = []
@@ -105,14 +107,16 @@ def run_investigation(planner: Planner, ctx: ToolContext, ledger: Ledger, *, que
             break
         history.append(execute(call, ctx, ledger, inv_id, len(history) + 1))
     conclusion = planner.conclude(history)
-    report = record_conclusion(ledger, inv_id, history, conclusion, question, unread())
+    report = record_conclusion(ledger, inv_id, history, conclusion, question, unread(),
+                               pictures)
     log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
              confidence=report.root_cause.confidence)
     return report
 
 
 def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c: Conclusion,
-                      question: str, unread: dict[str, str]) -> Report:
+                      question: str, unread: dict[str, str],
+                      pictures: PictureHook | None = None) -> Report:
     w = _EvidenceWriter(ledger, inv_id, history)
     verdict = c.claims[0]
     claim_ids = [_record_claim(ledger, inv_id, w, claim) for claim in c.claims]
@@ -134,7 +138,20 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
         timeline=c.timeline, clock=c.clock, breakdown=c.breakdown, latency=c.latency)
     # one redaction step over everything the report carries (summaries, timeline, args)
     report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
+    return store_report(ledger, report, pictures)
+
+
+def store_report(ledger: Ledger, report: Report, pictures: PictureHook | None) -> Report:
+    """Draw the report's pictures (so the stored report lists them), then record it. A picture
+    that cannot be drawn is an unknown of the report, never a lost conclusion."""
+    if pictures is not None:
+        try:
+            report.pictures = pictures(report)
+        except Exception as exc:  # noqa: BLE001 - the conclusion is recorded regardless
+            log.warning("pictures_failed", error=f"{type(exc).__name__}: {exc}")
+            report.unknowns.append(f"pictures not drawn: {type(exc).__name__}: {exc}"[:300])
     exit_code = 3 if report.root_cause.category == "unknown" else 0
-    ledger.record_conclusion(inv_id, report.root_cause.category, report.root_cause.confidence,
-                             exit_code, report.to_json())
+    assert report.investigation_id is not None
+    ledger.record_conclusion(report.investigation_id, report.root_cause.category,
+                             report.root_cause.confidence, exit_code, report.to_json())
     return report

@@ -43,6 +43,7 @@ from goodput_agent.approval.policy import Policy, load_policy
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg
+from goodput_agent.pictures.report_pictures import FAILURE_TIMELINE
 from goodput_agent.web import security
 from goodput_agent.web.chat import ask as chat_ask
 from goodput_agent.web.chat import chat_settings, conversation
@@ -180,10 +181,14 @@ def create_app(config: ServeConfig) -> Starlette:
                 return problem(request, 404, f"no investigation {inv_id} in {config.ledger}")
             rep = view["report"]
             has_timeline = bool(rep is not None and rep.kind == "failure" and rep.timeline)
+            # the failure timeline has its own section: not shown twice (numbers kept for
+            # /pictures/<n>)
+            pictures = [(n, p) for n, p in enumerate(pictures_of(rep, inv_id))
+                        if not (has_timeline and p.name == FAILURE_TIMELINE)]
             _, no_chat = chat_settings()
             return page(request, "investigation.html",
                         {**view, "info": info, "has_timeline": has_timeline,
-                         "pictures": list(enumerate(pictures_of(rep, inv_id))),
+                         "pictures": pictures,
                          "chat": conversation(led, inv_id), "no_chat": no_chat,
                          "chat_stopped": request.query_params.get("stopped")})
         return reading(request, show)

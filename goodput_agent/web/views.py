@@ -26,14 +26,15 @@ def report_of(conclusion: dict[str, Any] | None) -> Report | None:
 
 def picture_paths(report: Report | None, ledger_path: Path, inv_id: str,
                   cache: Path | None = None) -> list[Path]:
-    """The investigation's SVG pictures: those its stored report lists, else those in the
-    folder `goodput investigate` writes them to by default (reports/<id>/ beside the ledger;
-    the stored report is written before the pictures are drawn, so it may list none). A latency
+    """The investigation's SVG pictures: those its stored report lists that still exist. A
+    ledger written before reports listed their pictures stored none: for those, the default
+    folder `goodput investigate` wrote them to (reports/<id>/ beside the ledger). A latency
     report with no picture files left is drawn again from its stored numbers into `cache`."""
     listed = [Path(p) for p in (report.pictures if report else [])]
-    folder = ledger_path.parent / "reports" / inv_id
-    found = sorted(folder.glob("*.svg")) if folder.is_dir() else []
-    paths = [p for p in dict.fromkeys(listed + found) if p.suffix == ".svg" and p.is_file()]
+    if not listed:  # an older ledger's report
+        folder = ledger_path.parent / "reports" / inv_id
+        listed = sorted(folder.glob("*.svg")) if folder.is_dir() else []
+    paths = [p for p in dict.fromkeys(listed) if p.suffix == ".svg" and p.is_file()]
     if not paths and report is not None and report.latency and cache is not None:
         from goodput_agent.pictures.latency_charts import draw_latency_pictures
 

@@ -1,5 +1,6 @@
 """The loop: every step recorded, mutating tools refused, errors kept, conclusion recorded."""
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -124,3 +125,33 @@ def test_a_failing_tool_is_a_recorded_step_not_a_crash(tmp_path: Path, monkeypat
     assert rec is not None
     assert "disk on fire" in rec.tool_calls[0]["error"]
     assert rec.tool_calls[1]["error"] is None
+
+
+def test_pictures_are_drawn_before_the_conclusion_is_stored(tmp_path: Path,
+                                                            demo_bundle: Path) -> None:
+    """The picture hook sees the finished report and its files are in the stored report; a
+    hook that fails leaves the conclusion recorded, saying so."""
+    seen: list[str | None] = []
+
+    def draw(report) -> list[str]:  # noqa: ANN001 - a Report
+        seen.append(report.investigation_id)
+        out = tmp_path / f"{report.investigation_id}.svg"
+        out.write_text("<svg/>")
+        return [str(out)]
+
+    def broken(report) -> list[str]:  # noqa: ANN001 - a Report
+        raise OSError("disk full")
+
+    with open_bundle(demo_bundle) as b, Ledger(tmp_path / "l.duckdb") as lg:
+        drawn = run_investigation(_Scripted([]), ToolContext(bundle=b), lg, question="q",
+                                  kind="failure", target="t", unread=dict, pictures=draw)
+        failed = run_investigation(_Scripted([]), ToolContext(bundle=b), lg, question="q",
+                                   kind="failure", target="t", unread=dict, pictures=broken)
+        stored = lg.investigation(drawn.investigation_id or "").conclusion["report_json"]
+        stored_failed = lg.investigation(failed.investigation_id or "").conclusion
+    assert seen == [drawn.investigation_id]
+    assert json.loads(stored)["pictures"] == drawn.pictures == [
+        str(tmp_path / f"{drawn.investigation_id}.svg")]
+    assert stored_failed is not None and stored_failed["exit_code"] == 3
+    assert json.loads(stored_failed["report_json"])["unknowns"][-1] == \
+        "pictures not drawn: OSError: disk full"

@@ -186,6 +186,34 @@ def test_metric_evidence_shows_the_stored_query_and_the_charts(tmp_path: Path) -
     assert again.status_code == 200 and b"End-to-end request latency" in again.content
 
 
+def test_pictures_come_from_the_stored_list_wherever_they_were_drawn(tmp_path: Path) -> None:
+    """--pictures elsewhere: only the stored report says where they are (no reports/<id>/)."""
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+    from tests.conftest import REPO
+
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as led:
+        report = investigate_bundle(REPO / "evals" / "slowdown_cases" / "s01-input-stall", led,
+                                    pictures_dir=tmp_path / "elsewhere")
+    assert not (tmp_path / "reports").exists() and len(report.pictures) == 2
+    client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=ledger)))
+    page = client.get(f"/inv/{report.investigation_id}").text
+    assert page.count('class="picture"') == 2
+    for n, path in enumerate(report.pictures):
+        assert client.get(f"/inv/{report.investigation_id}/pictures/{n}").content == \
+            Path(path).read_bytes()
+
+
+def test_the_failure_timeline_picture_is_shown_once(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    page = client.get(f"/inv/{reviewed.inv_id}").text
+    # stored as the investigation's picture 0, drawn under its own heading, not again below
+    assert page.count('id="failure-timeline"') == 1 and 'class="picture"' not in page
+    svg = client.get(f"/inv/{reviewed.inv_id}/pictures/0")
+    assert svg.status_code == 200 and b"Failure timeline" in svg.content
+
+
 def test_a_rebound_name_gets_nothing_on_loopback(reviewed: Reviewed) -> None:
     """DNS rebinding: a page at evil.example resolved to 127.0.0.1 sends its own Host."""
     config = ServeConfig(ledger=reviewed.ledger, policy_path=reviewed.policy)
