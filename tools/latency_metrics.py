@@ -3,15 +3,11 @@ incident window, from a live Prometheus (PromQL pushed down) or from the bundle'
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from pydantic import BaseModel
 
 from goodput_agent.analysis.latency_model import LatencyResult
 from goodput_agent.metrics.source import MetricsSource, MetricsUnavailable, TimeWindow
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
-
-CONFIG_FOLDERS = frozenset({"config", "configs", "engine"})
 
 
 class LatencyInput(BaseModel):
@@ -37,12 +33,9 @@ def bundle_source(ctx: ToolContext) -> tuple[MetricsSource, list]:
 
 
 def _config_files(ctx: ToolContext) -> list[str]:
-    """Engine-argument files: anything under a config/ folder of the bundle."""
+    """Engine-argument files, wherever they are in the bundle (identified by content)."""
     assert ctx.bundle is not None
-    root = ctx.bundle.root
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.is_file() and any(part.lower() in CONFIG_FOLDERS
-                                         for part in PurePosixPath(p.relative_to(root)).parts[:-1]))
+    return sorted(f.rel_path for f in ctx.bundle.inventory.of_format("engine_config"))
 
 
 class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):

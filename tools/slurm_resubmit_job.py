@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from goodput_agent.approval.slurm_args import JobId, NodeName, ScontrolTool
-from goodput_agent.toolkit import ActionTarget
+from goodput_agent.toolkit import ActionTarget, ToolContext, ToolPreview
 
 
 class ResubmitInput(BaseModel):
@@ -33,6 +33,13 @@ class SlurmResubmitJob(ScontrolTool[ResubmitInput]):
         if args.chdir:
             argv.append(f"--chdir={args.chdir}")
         return [*argv, str(Path(args.script).resolve())]
+
+    def preview(self, ctx: ToolContext, args: ResubmitInput) -> ToolPreview:
+        p = super().preview(ctx, args)
+        if args.chdir is None:
+            p.notes.append("no chdir given: the job runs in the directory goodput approve runs "
+                           "in (sbatch's default), and its output files go there")
+        return p
 
     def target(self, args: ResubmitInput) -> ActionTarget:
         return ActionTarget(job=args.job, retries=True, runs=[str(Path(args.script).resolve())])

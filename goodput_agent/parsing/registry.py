@@ -22,6 +22,7 @@ FAILURE_FORMATS = SCHEDULER_FORMATS | JOB_LOG_FORMATS | {"kernel_log"}
 @cache
 def parsers() -> tuple[Parser, ...]:
     from goodput_agent.parsing import (
+        engine_config,
         flight_recorder,
         job_log,
         job_script,
@@ -44,6 +45,7 @@ def parsers() -> tuple[Parser, ...]:
         *openmetrics.PARSERS,
         job_script.PARSER,  # before the logs: a script's echo lines are not output
         k8s_manifest.PARSER,
+        engine_config.PARSER,  # before the logs: a command line is configuration, not output
         kernel_log.PARSER,
         job_log.PARSER,
     )

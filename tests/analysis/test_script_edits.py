@@ -160,7 +160,8 @@ def test_real_job_oom_to_diff_to_approved_edit_then_resubmit(
     assert "Restarts=0" in slurm_cluster.run("scontrol", "show", "job", oom64_job)
     # resubmitting the edited script is the retry the change reaches
     _run("propose", inv, "slurm_resubmit_job", "--args",
-         json.dumps({"job": oom64_job, "script": str(script)}),
+         json.dumps({"job": oom64_job, "script": str(script),
+                     "chdir": str(tmp_path)}),
          "--why", "run the edited script", "--as", "bob", "--ledger", str(ledger))
     resubmit = max(a["action_id"] for a in _run("actions", inv, "--json", "--ledger",
                                                  str(ledger), "--policy", str(pol))["actions"])
