@@ -13,22 +13,13 @@ from click.testing import CliRunner
 from goodput_agent.cli import cli
 from goodput_agent.cli_node import kernel_xids
 from goodput_agent.sources.nvml import GpuHealth, NodeHealth
-from tests.sources.nvml_fixture import FakeGpu, install
+from tests.sources.nvml_fixture import FakeGpu, has_nvidia_driver, install
 
 REAL_XIDS = Path(__file__).resolve().parents[1].parent / "shared" / "realworld" / "A_xid" / \
     "hf_m4_tr190_xid63_xid64_row_remap.log"
 
 
-def _has_driver() -> bool:
-    try:
-        N.nvmlInit()
-    except N.NVMLError:
-        return False
-    N.nvmlShutdown()
-    return True
-
-
-@pytest.mark.skipif(_has_driver(), reason="this host has an NVIDIA driver")
+@pytest.mark.skipif(has_nvidia_driver(), reason="this host has an NVIDIA driver")
 def test_no_driver_one_line_exit_2():
     result = CliRunner().invoke(cli, ["node-health", "--json"])
     assert result.exit_code == 2
@@ -64,21 +55,10 @@ def test_kernel_xids_map_to_this_hosts_gpus():
 
 def test_dcgm_health_of_named_nodes_from_a_real_prometheus(tmp_path):
     from tests.metrics.test_dcgm_health import dcgm_series
-    from tests.servers.prometheus import (
-        PrometheusUnavailable,
-        ensure_prometheus,
-        running_prometheus,
-    )
+    from tests.servers.prometheus import prometheus_over_text
 
-    try:
-        ensure_prometheus()
-    except PrometheusUnavailable as exc:
-        pytest.skip(str(exc))
-    series = tmp_path / "dcgm.om"
-    series.write_text(dcgm_series())
-    (tmp_path / "prom").mkdir()
     window = "2026-03-02T09:10:00Z/2026-03-02T09:40:00Z"
-    with running_prometheus(tmp_path / "prom", [series]) as url:
+    with prometheus_over_text(tmp_path, dcgm_series()) as url:
         result = CliRunner().invoke(cli, ["node-health", "--prometheus", url, "--node",
                                           "gpu-node-02", "--since", window, "--json"])
         table = CliRunner().invoke(cli, ["node-health", "--prometheus", url, "--since", window])

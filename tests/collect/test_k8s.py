@@ -158,20 +158,9 @@ def _dcgm_openmetrics() -> str:
 
 
 def test_dcgm_series_of_the_pods_nodes_join_the_bundle(tmp_path):
-    from tests.servers.prometheus import (
-        PrometheusUnavailable,
-        ensure_prometheus,
-        running_prometheus,
-    )
+    from tests.servers.prometheus import prometheus_over_text
 
-    try:
-        ensure_prometheus()
-    except PrometheusUnavailable as exc:
-        pytest.skip(str(exc))
-    series = tmp_path / "dcgm.om"
-    series.write_text(_dcgm_openmetrics())
-    (tmp_path / "prom").mkdir()
-    with running_prometheus(tmp_path / "prom", [series]) as url, \
+    with prometheus_over_text(tmp_path, _dcgm_openmetrics()) as url, \
             running_kube_api(serving_cluster()) as srv:
         bundle = collect(srv, tmp_path, K8sTarget(job="serving/vllm", prometheus=url))
     answer = json.loads((bundle / "metrics/dcgm/DCGM_FI_DEV_XID_ERRORS.json").read_text())

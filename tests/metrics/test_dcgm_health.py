@@ -17,7 +17,7 @@ from goodput_agent.metrics.dcgm_health import field_query, gpu_health, host_matc
 from goodput_agent.metrics.dcgm_names import BY_KEY, FIELDS
 from goodput_agent.metrics.prometheus import PrometheusSource
 from goodput_agent.metrics.source import TimeWindow
-from tests.servers.prometheus import PrometheusUnavailable, ensure_prometheus, running_prometheus
+from tests.servers.prometheus import prometheus_over_text
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SCRAPE_S = 15
@@ -73,14 +73,7 @@ def dcgm_series() -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    try:
-        ensure_prometheus()
-    except PrometheusUnavailable as exc:
-        pytest.skip(str(exc))
-    work = tmp_path_factory.mktemp("prom")
-    series = work / "dcgm.om"
-    series.write_text(dcgm_series())
-    with running_prometheus(work, [series]) as url:
+    with prometheus_over_text(tmp_path_factory.mktemp("prom"), dcgm_series()) as url:
         yield url
 
 

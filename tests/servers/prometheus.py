@@ -68,6 +68,23 @@ def running_prometheus(workdir: Path, files: Sequence[Path] = (),
 
 
 @contextmanager
+def prometheus_over_text(workdir: Path, openmetrics: str) -> Iterator[str]:
+    """A Prometheus serving the series of `openmetrics` (OpenMetrics text, backfilled); the
+    test is skipped where the package is absent and cannot be installed."""
+    import pytest
+
+    try:
+        ensure_prometheus()
+    except PrometheusUnavailable as exc:
+        pytest.skip(str(exc))
+    (workdir / "prom").mkdir(parents=True, exist_ok=True)
+    series = workdir / "series.om"
+    series.write_text(openmetrics)
+    with running_prometheus(workdir / "prom", [series]) as url:
+        yield url
+
+
+@contextmanager
 def mute_server() -> Iterator[str]:
     """A loopback port that accepts connections and never answers (a hung server)."""
     with socket.socket() as s:

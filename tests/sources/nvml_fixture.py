@@ -160,3 +160,13 @@ def install(monkeypatch: Any, gpus: list[FakeGpu], events: list[tuple[int, int]]
         assert hasattr(N, name), name  # only functions the real module has
         monkeypatch.setattr(N, name, fn)
     return calls
+
+
+def has_nvidia_driver() -> bool:
+    """True on a host where the real NVML initialises (the no-driver tests skip there)."""
+    try:
+        N.nvmlInit()
+    except N.NVMLError:
+        return False
+    N.nvmlShutdown()
+    return True

@@ -9,22 +9,13 @@ import pytest
 
 from goodput_agent.sources.errors import NotInstalled
 from goodput_agent.sources.nvml import decode_throttle_reasons, read_node
-from tests.sources.nvml_fixture import FakeGpu, err, install
+from tests.sources.nvml_fixture import FakeGpu, err, has_nvidia_driver, install
 
 V, A = N.NVML_VOLATILE_ECC, N.NVML_AGGREGATE_ECC
 CORR, UNC = N.NVML_MEMORY_ERROR_TYPE_CORRECTED, N.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 
 
-def _has_driver() -> bool:
-    try:
-        N.nvmlInit()
-    except N.NVMLError:
-        return False
-    N.nvmlShutdown()
-    return True
-
-
-@pytest.mark.skipif(_has_driver(), reason="this host has an NVIDIA driver")
+@pytest.mark.skipif(has_nvidia_driver(), reason="this host has an NVIDIA driver")
 def test_no_driver_is_one_clear_error():
     with pytest.raises(NotInstalled) as got:
         read_node()
