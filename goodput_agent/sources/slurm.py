@@ -65,6 +65,9 @@ _FORBIDDEN = re.compile(r"access denied|permission denied|not authorized|"
                         r"invalid user|protocol authentication error|"
                         r"invalid credential|munge.*(?:fail|error|invalid)", re.I)
 _NO_ACCOUNTING = re.compile(r"accounting storage is disabled", re.I)
+# configless Slurm found neither slurm.conf nor a DNS SRV record for the controller
+_NO_CONFIG = re.compile(r"could not establish a configuration source|fetch_config: .*failed|"
+                        r"unable to (?:open|process) configuration file", re.I)
 _CONTROLLER_COMMANDS = {"scontrol", "sinfo", "squeue"}
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
 
@@ -303,6 +306,10 @@ class SlurmCLI:
 def classify_failure(argv: list[str], rc: int, text: str) -> SourceError:
     line = " ".join((text or f"exit status {rc}").split())[:300]
     command = shlex.join(argv)
+    if _NO_CONFIG.search(line):
+        return Unreachable(SOURCE, f"{argv[0]}: no Slurm configuration here (no slurm.conf, no "
+                           "DNS SRV record for the controller); set SLURM_CONF or run on a "
+                           "cluster node", command)
     if _NOT_FOUND.search(line):
         return NotFound(SOURCE, f"{argv[0]}: {line}", command)
     if _UNREACHABLE.search(line):

@@ -131,6 +131,11 @@ def test_everything_unreachable_is_one_typed_error(slurm_cluster: SlurmCluster,
      "unreachable"),
     ("sacct: error: Problem talking to the database: Connection refused", "unreachable"),
     ("slurm_update error: Access/permission denied", "forbidden"),
+    # Debian's scontrol 22.05 with no slurm.conf and no DNS SRV record (this machine, no config)
+    ("scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+     "scontrol: error: fetch_config: DNS SRV lookup failed\n"
+     "scontrol: error: _establish_config_source: failed to fetch config\n"
+     "scontrol: fatal: Could not establish a configuration source", "unreachable"),
     ("sbatch: error: Batch job submission failed: Something new", "error"),
 ])
 def test_command_failures_are_typed(stderr: str, kind: str) -> None:
