@@ -165,7 +165,7 @@ def test_one_rank_says_waits_cannot_be_measured():
 # --- the eval generator's Kineto files, through the real loader -------------------------
 
 def _generated(tmp_path, **kw):
-    gen = pytest.importorskip("goodput_agent.evals.slowdown_generator")
+    from goodput_agent.evals import slowdown_generator as gen
     from goodput_agent.parsing.trace_load import load_trace
 
     spec = gen.CaseSpec(case_id="x", seed=3, ranks=4, per_node=2, steps=4, **kw)

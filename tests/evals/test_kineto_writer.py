@@ -204,7 +204,8 @@ def test_event_dicts_are_written_with_a_kineto_head(tmp_path):
 
 
 def test_the_loader_reads_rank_steps_and_gpu_ops(tmp_path):
-    trace_load = pytest.importorskip("goodput_agent.parsing.trace_load")
+    from goodput_agent.parsing import trace_load
+
     rt = chain(rank(3, steps=3))
     write_trace(tmp_path / "gpu-node-04_5003.1777000000000.pt.trace.json.gz", rt)
     t = trace_load.load_trace(tmp_path / "gpu-node-04_5003.1777000000000.pt.trace.json.gz")

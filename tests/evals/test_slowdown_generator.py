@@ -47,7 +47,7 @@ def _expected(case: str) -> dict:
 
 @functools.cache
 def _traces(case: Path, run: str = "incident") -> list:
-    trace_load = pytest.importorskip("goodput_agent.parsing.trace_load")
+    from goodput_agent.parsing import trace_load
     from goodput_agent.tools.profiler_traces import run_of
 
     out = []
