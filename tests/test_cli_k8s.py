@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from goodput_agent.cli import cli
 from tests.servers.debian import free_port
-from tests.servers.kube_api import FixtureCluster, running_kube_api
+from tests.servers.kube_api import FixtureCluster, running_kube_api, write_kubeconfig
 from tests.servers.kube_fixtures import serving_cluster
 
 CASE = Path(__file__).resolve().parents[1] / "evals" / "cases" / "c30-host-oom-k8s-silent-oomkill"
@@ -63,12 +63,7 @@ def test_unknown_job_is_one_line_exit_2(tmp_path):
 
 
 def test_unreachable_api_is_a_partial_report_exit_3(tmp_path):
-    kc = tmp_path / "kc"
-    kc.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kc = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{free_port()}", namespace=None)
     result = run("investigate", "--k8s-job", JOB, "--kubeconfig", str(kc), "--timeout", "2",
                  "--json", "--ledger", str(tmp_path / "l.duckdb"))
     assert result.exit_code == 3, result.output

@@ -18,7 +18,7 @@ from goodput_agent.ledger import open_ledger
 from goodput_agent.sources.errors import NotFound
 from goodput_agent.sources.k8s import K8sSource
 from tests.servers.debian import free_port
-from tests.servers.kube_api import FixtureCluster, running_kube_api
+from tests.servers.kube_api import FixtureCluster, running_kube_api, write_kubeconfig
 from tests.servers.kube_fixtures import HF_TOKEN, serving_cluster
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
@@ -124,12 +124,7 @@ def test_forbidden_logs_and_nodes_are_named_as_missing_evidence(tmp_path):
 
 
 def test_unreachable_api_gives_a_partial_report(tmp_path):
-    kc = tmp_path / "kc"
-    kc.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kc = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{free_port()}", namespace=None)
     with BundleWriter(tmp_path / "b", {"k8s": "train/llama"}) as writer:
         collect_k8s(writer, K8sSource.connect(kubeconfig=kc, timeout_s=2),
                     K8sTarget(job="train/llama"))

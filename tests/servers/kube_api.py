@@ -858,15 +858,22 @@ class KubeAPIServer:
     def kubeconfig(self, path: Path, *, namespace: str = "default",
                    context: str = "fixture") -> Path:
         """A kubeconfig file pointing at this server (token auth when it wants a token)."""
-        user: dict[str, Any] = {"token": self.api.token} if self.api.token else {}
-        doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
-               "clusters": [{"name": "fixture", "cluster": {"server": self.url}}],
-               "users": [{"name": "goodput", "user": user}],
-               "contexts": [{"name": context, "context": {"cluster": "fixture",
-                                                          "user": "goodput",
-                                                          "namespace": namespace}}]}
-        path.write_text(json.dumps(doc, indent=1))
-        return path
+        return write_kubeconfig(path, self.url, token=self.api.token, namespace=namespace,
+                                context=context)
+
+
+def write_kubeconfig(path: Path, server: str, *, token: str | None = None,
+                     namespace: str | None = "default", context: str = "fixture") -> Path:
+    """A kubeconfig file for `server` (any URL: a dead port makes an unreachable cluster)."""
+    user: dict[str, Any] = {"token": token} if token else {}
+    ctx = {"cluster": "fixture", "user": "goodput",
+           **({"namespace": namespace} if namespace else {})}
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
+           "clusters": [{"name": "fixture", "cluster": {"server": server}}],
+           "users": [{"name": "goodput", "user": user}],
+           "contexts": [{"name": context, "context": ctx}]}
+    path.write_text(json.dumps(doc, indent=1))
+    return path
 
 
 @contextmanager

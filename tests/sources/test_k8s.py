@@ -4,7 +4,6 @@ caps, logs with previous/tail/since, and each typed error."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from goodput_agent.sources.k8s import (
     split_ref,
 )
 from tests.servers.debian import free_port
-from tests.servers.kube_api import running_kube_api
+from tests.servers.kube_api import running_kube_api, write_kubeconfig
 from tests.servers.kube_fixtures import JOB_UID, serving_cluster
 
 
@@ -32,15 +31,6 @@ def server():
 def connect(srv, tmp_path: Path, **options) -> K8sSource:
     return K8sSource.connect(kubeconfig=srv.kubeconfig(tmp_path / "kubeconfig",
                                                        namespace="serving"), **options)
-
-
-def kubeconfig(path: Path, server: str, namespace: str | None = None) -> Path:
-    ctx = {"cluster": "c", "user": "u", **({"namespace": namespace} if namespace else {})}
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "ctx",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {}}], "contexts": [{"name": "ctx", "context": ctx}]}))
-    return path
 
 
 def names(pods: list[dict]) -> list[str]:
@@ -132,7 +122,8 @@ def test_forbidden_is_typed_with_the_servers_message(tmp_path):
 
 def test_unreachable_and_unconfigured(tmp_path):
     port = free_port()  # nothing listens there
-    kc = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}", "train")
+    kc = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}", namespace="train",
+                          context="ctx")
     src = K8sSource.connect(kubeconfig=kc, context="ctx", timeout_s=2)
     assert src.namespace == "train"
     started = time.monotonic()
@@ -151,7 +142,7 @@ def test_a_server_that_does_not_answer_times_out(tmp_path):
         mute.bind(("127.0.0.1", 0))
         mute.listen(1)
         port = mute.getsockname()[1]
-        kc = kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")
+        kc = write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}", namespace=None)
         src = K8sSource.connect(kubeconfig=kc, timeout_s=0.5)
         with pytest.raises(TimedOut, match="no answer within 0.5 s"):
             src.pods("default")
