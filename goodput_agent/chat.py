@@ -19,6 +19,7 @@ from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import read_page
 from goodput_agent.planner.claude_store import chat_messages, record_chat_message
 from goodput_agent.redact import redact
+from goodput_agent.render import TerminalConsole
 from goodput_agent.toolkit import ToolContext
 
 HELP = "/ledger  /evidence N  /actions  /quit"
@@ -148,7 +149,7 @@ def _status(ledger: Ledger, action: dict[str, Any]) -> str:
 
 def run_chat(session: ChatSession, stdin: TextIO = sys.stdin,
              out: TextIO = sys.stdout) -> None:
-    console = Console(file=out, highlight=False)
+    console = TerminalConsole(file=out, highlight=False)
     console.print(f"[bold]goodput chat[/] {session.inv_id}"
                   f"{' (resumed)' if session.resumed else ''} · {HELP}")
 

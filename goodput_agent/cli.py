@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from goodput_agent import __version__
 from goodput_agent.cli_actions import (
@@ -30,6 +29,7 @@ from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
+from goodput_agent.render import TerminalConsole
 
 EXIT_BAD_INPUT = 2
 
@@ -84,7 +84,7 @@ def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
     with Progress("scanning", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=TerminalConsole(stderr=True), transient=True) as bar:
         task = bar.add_task("scan", total=None)
 
         def update(done: int, total: int) -> None:
@@ -111,7 +111,7 @@ def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
     if as_json:
         click.echo(report.to_json())
     else:
-        render_report(report, Console())
+        render_report(report, TerminalConsole())
     sys.exit(exit_code(report))
 
 
@@ -272,7 +272,7 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
         t.add_row(r["id"], str(r["created_at"])[:19], r["kind"], str(r["category"] or "—"),
                   f"{r['confidence']:.2f}" if r["confidence"] is not None else "—",
                   str(r["target"]))
-    Console().print(t)
+    TerminalConsole().print(t)
 
 
 @ledger.command("show")
@@ -298,7 +298,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
             data["llm_usage"] = usage
         click.echo(json.dumps(data, indent=2, default=str))
     else:
-        render_record(rec, Console(), usage)
+        render_record(rec, TerminalConsole(), usage)
 
 
 @cli.group()
@@ -338,8 +338,8 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
         click.echo(json.dumps({k: v.model_dump() for k, v in results.items()}, indent=2))
         return
     for name, scores in results.items():
-        Console().rule(name)
-        render_scores(scores, Console())
+        TerminalConsole().rule(name)
+        render_scores(scores, TerminalConsole())
 
 
 @cli.command("tools")

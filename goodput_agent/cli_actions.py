@@ -17,6 +17,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from goodput_agent.errors import BadInput
+from goodput_agent.render import TerminalConsole
 
 ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
                              default=None, help="DuckDB ledger file (default: user data dir).")
@@ -108,7 +109,7 @@ def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json:
         _echo_json({"investigation_id": inv, "actions": [p.model_dump(mode="json")
                                                         for p in previews]})
         return
-    console = Console()
+    console = TerminalConsole()
     console.print(f"[bold]Actions of {inv}[/] (policy {escape(policy.source)})")
     for p in previews:
         console.print(_action_block(p))
@@ -179,7 +180,7 @@ def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | Non
     from goodput_agent.ledger import open_ledger
 
     policy = _policy(policy_path)
-    console = Console(stderr=as_json)
+    console = TerminalConsole(stderr=as_json)
     with open_ledger(_ledger_path(ledger_path)) as lg:
         action = store.action_row(lg, action_id)
         ctx = live_context(action["tool"], slurm_conf, kubeconfig)
@@ -311,7 +312,7 @@ def verify_cmd(investigation_id: str, after: Path | None, slurm_job: str | None,
     if as_json:
         _echo_json({**result.model_dump(mode="json"), "ledger_rows": rows})
     else:
-        render_verification(result, Console())
+        render_verification(result, TerminalConsole())
     if result.verdict == "incomparable":
         sys.exit(3)
 

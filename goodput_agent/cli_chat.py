@@ -107,7 +107,6 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
     tool calls, tokens and cost per case."""
     import tempfile
 
-    from rich.console import Console
     from rich.table import Table
 
     from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES, suite_dir
@@ -158,5 +157,7 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
                   f"{off['tool_calls']}/{cl['tool_calls']}",
                   f"{cl['input_tokens']}/{cl['output_tokens']}",
                   "—" if cl["cost_usd"] is None else f"{cl['cost_usd']:.4f}")
-    Console().print(t)
+    from goodput_agent.render import TerminalConsole
+
+    TerminalConsole().print(t)
     sys.stdout.flush()

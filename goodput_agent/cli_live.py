@@ -20,6 +20,7 @@ from goodput_agent.cli_k8s import (
     k8s_options,
 )
 from goodput_agent.collect.base import Manifest
+from goodput_agent.render import TerminalConsole
 from goodput_agent.report import Report
 
 SLURM_TIMEOUT_HELP = "Seconds to wait for each Slurm command."
@@ -75,7 +76,7 @@ def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json:
     if as_json:
         click.echo(manifest.model_dump_json(by_alias=True, indent=2))
     else:
-        render_manifest(manifest, out_dir, Console())
+        render_manifest(manifest, out_dir, TerminalConsole())
 
 
 def live_bundle_dir(ledger_path: Path, job_id: str) -> Path:

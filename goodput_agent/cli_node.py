@@ -16,6 +16,7 @@ from rich.table import Table
 
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.parsing.kernel_log import match_xid, norm_pci
+from goodput_agent.render import TerminalConsole
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
 
@@ -125,7 +126,7 @@ def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log
     if as_json:
         click.echo(json.dumps(health.model_dump(mode="json"), indent=2))
         return
-    render(health, Console())
+    render(health, TerminalConsole())
 
 
 def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -> None:
@@ -139,7 +140,7 @@ def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -
     if as_json:
         click.echo(health.model_dump_json(indent=2))
         return
-    console = Console()
+    console = TerminalConsole()
     console.print(f"DCGM from {url}, {window.start.isoformat()} .. {window.end.isoformat()}: "
                   f"{len(health.gpus)} GPUs", highlight=False)
     table = Table()

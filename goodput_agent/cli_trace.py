@@ -173,9 +173,10 @@ def summary(trace_file: Path, as_json: bool, top: int) -> None:
     if as_json:
         click.echo(rk.model_dump_json(indent=2))
         return
-    from rich.console import Console
 
-    console = Console()
+    from goodput_agent.render import TerminalConsole
+
+    console = TerminalConsole()
     median = f"median step {_ms(rk.median_step_us)} ms" if rk.steps else "no steps"
     console.print(f"[bold]{_safe(rk.path)}[/] · {_safe(_who(rk))} · {len(rk.steps)} steps · "
                   f"{median}")
@@ -192,7 +193,6 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
     """What changed from BASE to SLOW (each a trace or a directory of one run's traces): the
     median step's parts per rank, kernel families per call, and the verdict. --json prints
     {"breakdown": <Breakdown>, "verdict": <SlowdownVerdict>}; exit 3 when there is no verdict."""
-    from rich.console import Console
 
     from goodput_agent.analysis.slowdown import analyse
 
@@ -205,7 +205,9 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
         click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
                                "verdict": verdict.model_dump(mode="json")}, indent=2))
     else:
-        _render_diff(breakdown, verdict, top, Console())
+        from goodput_agent.render import TerminalConsole
+
+        _render_diff(breakdown, verdict, top, TerminalConsole())
     if verdict.category == "unknown":
         sys.exit(EXIT_NO_VERDICT)
 

@@ -16,6 +16,14 @@ from goodput_agent.ledger import InvestigationRecord
 from goodput_agent.report import Report
 
 
+class TerminalConsole(Console):
+    """rich's Console, except that a reader who left (`goodput ... | head`) is not an error:
+    the BrokenPipeError reaches the CLI, which exits 0 (rich's own handler exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _clock(iso: str | None) -> str:
     if not iso:
         return "—"

@@ -183,3 +183,15 @@ def test_help_and_usage_errors_are_clicks_not_internal_errors() -> None:
 
 def test_eval_without_cases_is_bad_input(tmp_path: Path) -> None:
     _one_line_error(run("eval", "--cases", str(tmp_path)), str(tmp_path))
+
+
+def test_a_reader_that_leaves_early_is_not_an_error(tmp_path: Path) -> None:
+    """`goodput demo | head -1`: the terminal report meets a closed pipe; exit 0, no traceback
+    (rich's own handler would exit 1, the code of an internal error)."""
+    env = {"XDG_DATA_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["bash", "-c", f"'{sys.executable}' -m goodput_agent.cli demo | head -c 1 >/dev/null;"
+                       " echo ${PIPESTATUS[0]}"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.strip() == "0", proc.stderr
+    assert "Traceback" not in proc.stderr
