@@ -1491,7 +1491,7 @@ class _RankResolver:
 _SNIFF_POSITIVE = re.compile(
     r"(?m)^\s*(?:\d{1,6}: )?\[(?:rank|default)\d+\]:|Traceback \(most recent call last\)|"
     r"[\w.\-]+:\d+:\d+ \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN)|NCCL WARN|ProcessGroupNCCL|"
-    r"torch\.distributed|torchrun|ChildFailedError|srun: error|slurmstepd: error|"
+    r"torch\.distributed|torchrun|ChildFailedError|srun: error|slurmstepd(?:-[\w.\-]+)?: error|"
     r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
     r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: ")
 _KERNELISH = re.compile(
