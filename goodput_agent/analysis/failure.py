@@ -254,8 +254,9 @@ def _pick_first(cands: list[Candidate], tolerance: timedelta) -> Candidate:
 
 def _pick_placed(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     timed = sorted((c for c in cands if c.at is not None), key=lambda c: c.at)  # type: ignore
-    if not timed:
-        return max(cands, key=lambda c: c.strength)
+    if not timed:  # as among co-first events: of equal strength, the one that locates it
+        return max(cands, key=lambda c: (c.strength, c.event.node is not None,
+                                         c.event.rank is not None))
     t0 = timed[0].at
     assert t0 is not None
     co_first = [c for c in timed if c.at - t0 <= tolerance]  # type: ignore[operator]
