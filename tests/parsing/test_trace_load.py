@@ -40,3 +40,20 @@ def test_a_trace_pickles_as_rows_and_comes_back_equal() -> None:
     trace = trace_load.load_trace(next(RUN.glob("*.gz")))
     back = pickle.loads(pickle.dumps(trace))
     assert _same(back, trace) and back.gpu and back.runtime
+
+
+def test_a_trace_knows_when_it_began() -> None:
+    """Kineto 2.4+: event times relative to baseTimeNanoseconds; older Kineto: epoch
+    microseconds; else the millisecond stamp of tensorboard_trace_handler's file name."""
+    name = "nid1_42.1777978802052.pt.trace.json.gz"
+    base = 1_777_978_800_000_000_000
+    at, source = trace_load.started_at({"baseTimeNanoseconds": base}, 1_500.0, name)
+    assert source == "baseTimeNanoseconds" and abs(at - 1_777_978_800.0015) < 1e-5
+    assert trace_load.started_at({}, 1_777_978_801_000_000.0, name) == \
+        (1_777_978_801.0, "event time")
+    assert trace_load.started_at({}, 1_500.0, name) == (1_777_978_802.052, "file name")
+    assert trace_load.started_at({}, 1_500.0, "rank0.json") == (None, None)
+    loaded = trace_load.load_trace(next(RUN.glob("*.gz")))
+    stamp = int(loaded.meta.path.split(".")[-5]) / 1e3  # the handler's ms stamp in the name
+    assert loaded.meta.started_from == "baseTimeNanoseconds"
+    assert abs(loaded.meta.started_at - stamp) < 60
