@@ -93,27 +93,40 @@ def has_serving_metrics(path: Path) -> bool:
     return False
 
 
-def answerable(inv: Inventory) -> dict[str, bool]:
-    formats = {f.format for f in inv.files}
-    root = Path(inv.root)
-    return {"failure": bool(formats & FAILURE_FORMATS),
-            "slowdown": "kineto_trace" in formats,
-            "latency": any(has_serving_metrics(root / f.rel_path)
-                           for f in inv.of_format(*METRICS_FORMATS))}
+class _Evidence:
+    """Whether the bundle can answer each kind, looked at only when asked (a serving-metrics
+    search reads whole metrics files, so it is not done for a bundle answered from its logs)."""
+
+    def __init__(self, inv: Inventory):
+        self._inv = inv
+        self._formats = {f.format for f in inv.files}
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, kind: str) -> bool:
+        if kind not in self._known:
+            self._known[kind] = self._look(kind)
+        return self._known[kind]
+
+    def _look(self, kind: str) -> bool:
+        if kind == "failure":
+            return bool(self._formats & FAILURE_FORMATS)
+        if kind == "slowdown":
+            return "kineto_trace" in self._formats
+        root = Path(self._inv.root)
+        return any(has_serving_metrics(root / f.rel_path)
+                   for f in self._inv.of_format(*METRICS_FORMATS))
 
 
 def choose_kind(inv: Inventory) -> KindChoice:
-    can = answerable(inv)
-    by_evidence = next((k for k in EVIDENCE_ORDER if can[k]), "failure")
-    if inv.incident.kind in KINDS:
-        asked = [inv.incident.kind]
-    else:
-        asked = asked_kinds(inv.incident.question)
-    fits = [k for k in EVIDENCE_ORDER if k in asked and can[k]]
+    can = _Evidence(inv)
+    asked = [inv.incident.kind] if inv.incident.kind in KINDS else \
+        asked_kinds(inv.incident.question)
+    fits = next((k for k in EVIDENCE_ORDER if k in asked and can(k)), None)
     if fits:
-        return KindChoice(kind=fits[0])
-    if not any(can.values()):  # nothing to answer from: the asked kind says what is missing
-        return KindChoice(kind=asked[0] if asked else by_evidence)
+        return KindChoice(kind=fits)
+    by_evidence = next((k for k in EVIDENCE_ORDER if can(k)), None)
+    if by_evidence is None:  # nothing to answer from: the asked kind says what is missing
+        return KindChoice(kind=asked[0] if asked else "failure")
     if not asked:
         return KindChoice(kind=by_evidence)
     wanted = asked[0]
