@@ -70,5 +70,5 @@ def render_calibration(cal: Calibration, console: Console) -> None:
                   "" if b.accuracy is None else f"{b.accuracy:.0%}")
     console.print(t)
     if cal.brier is not None:
-        console.print(f"Brier score of the confidence: {cal.brier:.3f} (0 is best; "
-                      "always 0.5 sure would score 0.250)")
+        console.print(f"Brier score of the confidence: {cal.brier:.3f} "
+                      "(0 is best; a constant 0.5 scores 0.250)")
