@@ -159,6 +159,9 @@ def test_a_reworded_question_does_not_move_the_verdict(suite: str, tmp_path) -> 
             node = got.root_cause.node and short_name(got.root_cause.node)
             assert (got.kind, got.root_cause.category, node) == (
                 suite, want["category"], want.get("node") and short_name(want["node"])), question
+            said = any(u.startswith("missing evidence: the question reads as")
+                       for u in got.unknowns)
+            assert said == (suite not in asked_kinds(question)), question
 
 
 def test_the_issue_reproduction_is_answered_as_a_slowdown(tmp_path) -> None:
