@@ -17,6 +17,13 @@ from rich.table import Table
 
 from goodput_agent.analysis.observations import short_name
 from goodput_agent.errors import BadInput
+from goodput_agent.evals.calibration import (
+    Calibration,
+    ReliabilityBin,
+    Scored,
+    calibrate,
+    render_calibration,
+)
 
 ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")
@@ -61,6 +68,9 @@ class Scores(BaseModel):
     windows_within_5min: float | None = None  # latency: share of changes found within 5 min
     per_category: dict[str, dict[str, float]] = Field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # calibration of the confidence (evals/calibration.py): correct = the category is right
+    brier: float | None = None
+    reliability: list[ReliabilityBin] = Field(default_factory=list)
 
 
 def _same_node(a: str | None, b: str | None) -> bool:
@@ -255,6 +265,8 @@ def _aggregate(s: Scores) -> None:
             s.per_category[cat]["baseline_rank_accuracy"] = sum(
                 c.baseline_rank == c.expected_rank for c in ranked_here) / len(ranked_here)
         s.confusion[cat] = dict(Counter(c.got_category for c in mine))
+    cal = calibrate(Scored(confidence=c.confidence, correct=c.category_ok) for c in s.cases)
+    s.brier, s.reliability = cal.brier, cal.bins
 
 
 def render_scores(s: Scores, console: Console) -> None:
@@ -295,6 +307,7 @@ def render_scores(s: Scores, console: Console) -> None:
     for exp, row in s.confusion.items():
         ct.add_row(exp, *(str(row.get(c, "")) for c in cats))
     console.print(ct)
+    render_calibration(Calibration(brier=s.brier, bins=s.reliability), console)
     wrong = [c for c in s.cases if not (c.category_ok and c.node_ok) or
              c.expected_rank is not None and c.got_rank != c.expected_rank]
     for c in wrong:

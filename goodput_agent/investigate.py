@@ -8,7 +8,7 @@ from typing import Any
 
 from goodput_agent.bundle import open_bundle
 from goodput_agent.incident import IncidentSpec
-from goodput_agent.kinds import infer_kind
+from goodput_agent.kinds import choose_kind
 from goodput_agent.ledger import Ledger
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.pictures.report_pictures import PictureHook, draw_report_pictures
@@ -25,7 +25,12 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
     """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline)."""
     with open_bundle(path, ignore) as bundle:
         inv = bundle.inventory
-        chosen = kind or infer_kind(inv)
+        if kind is None:
+            choice = choose_kind(inv)
+            kind = choice.kind
+            if choice.note:  # every report carries the inventory's missing evidence
+                inv.missing.append(f"missing evidence: {choice.note}")
+        chosen = kind
         planner = OfflinePlanner(chosen, {"latency_metrics": _latency_args(inv.incident)})
         default = {"failure": f"why did {inv.incident.job or 'this job'} fail?",
                    "slowdown": "why did training slow down?",

@@ -3,27 +3,23 @@ clock, cross-rank collective waits, kernel families, and the slowdown verdict th
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.slowdown_model import Breakdown, SlowdownVerdict
+from goodput_agent.analysis.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
+    BASELINE_FOLDERS,
+    run_of,
+    split_runs,
+)
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.openmetrics import Series
 from goodput_agent.parsing.trace_model import Trace, TraceMeta
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
-BASELINE_FOLDERS = frozenset({"baseline", "base", "good", "control", "before"})
 # what throttling is judged from, when the bundle has DCGM metrics
 DCGM_CLOCK_METRICS = frozenset({
     "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"})
-
-
-def run_of(rel_path: str) -> str:
-    """`baseline` when a folder on the path says so, else `incident`."""
-    folders = PurePosixPath(rel_path).parts[:-1]
-    return "baseline" if any(p.lower() in BASELINE_FOLDERS for p in folders) else "incident"
 
 
 class TracesInput(BaseModel):
@@ -35,6 +31,9 @@ class TracesOutput(BaseModel):
     breakdown: Breakdown | None = None
     verdict: SlowdownVerdict | None = None
     problems: dict[str, str] = Field(default_factory=dict)  # file -> one-line reason
+    # how the traces were told apart into runs, and what that assumed (one line each)
+    runs_from: str | None = None
+    assumptions: list[str] = Field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
         return {"traces": len(self.traces), "problems": len(self.problems),
@@ -65,7 +64,7 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
         if ctx.bundle is None:
             raise ToolUnavailable("no incident bundle is open")
         out = TracesOutput()
-        runs: dict[str, list[Trace]] = {"baseline": [], "incident": []}
+        traces: list[Trace] = []
         found = ctx.bundle.inventory.of_format("kineto_trace")
         loaded = load_traces([(ctx.bundle.root / f.rel_path, f.rel_path, f.node_hint)
                               for f in found])
@@ -77,13 +76,13 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
             out.traces.append(trace.meta)
             for w in trace.warnings:
                 out.problems.setdefault(f.rel_path, w)
-            runs[run_of(f.rel_path)].append(trace)
-        if not runs["incident"] and runs["baseline"]:
-            runs = {"baseline": [], "incident": runs["baseline"]}
-        if not runs["incident"]:
+            traces.append(trace)
+        runs = split_runs(traces, ctx.bundle.inventory.incident)
+        out.runs_from, out.assumptions = runs.how, runs.assumptions
+        if not runs.incident:
             return out
         series, _ = read_clock_series(ctx)
-        out.breakdown, out.verdict = analyse(runs["incident"], runs["baseline"] or None,
+        out.breakdown, out.verdict = analyse(runs.incident, runs.baseline or None,
                                              series or None)
         return out
 

@@ -257,7 +257,8 @@ def analyse(incident: list[Trace], baseline: list[Trace] | None = None,
     verdict.kernel_changes = changes[:10]
     verdict.unknowns += gpu_less
     if base is None:
-        verdict.unknowns.append("no baseline run (traces under a baseline/ folder): the cause "
+        verdict.unknowns.append("no baseline run (a baseline/ folder, incident.yaml's baseline, "
+                                "or an older run folder): the cause "
                                 "is judged from the incident's own shares of the step")
     if not have_clocks:
         verdict.unknowns.append("no DCGM clock metrics: GPU throttling can be neither confirmed "

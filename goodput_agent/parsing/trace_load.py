@@ -565,6 +565,26 @@ def host_from_filename(name: str) -> str | None:
     return m["host"]
 
 
+_EPOCH_US = 1e15  # event times at or above this are microseconds since the epoch (2001 on)
+_EPOCH_NS = 1e18  # ...and a baseTimeNanoseconds at or above this, nanoseconds since it
+
+
+def started_at(top: dict[str, Any], first_ts: float | None, name: str
+               ) -> tuple[float | None, str | None]:
+    """When the trace began (epoch seconds) and from what: Kineto 2.4+ writes event times
+    relative to `baseTimeNanoseconds`, older Kineto writes epoch microseconds; else the
+    millisecond stamp tensorboard_trace_handler puts in the file name."""
+    base = top.get("baseTimeNanoseconds")
+    if first_ts is not None and first_ts >= _EPOCH_US:
+        return first_ts / 1e6, "event time"
+    if first_ts is not None and isinstance(base, int | float) and base >= _EPOCH_NS:
+        return base / 1e9 + first_ts / 1e6, "baseTimeNanoseconds"
+    m = _HANDLER_NAME.match(name.replace("\\", "/").rsplit("/", 1)[-1])
+    if m is not None and len(m["ms"]) == 13:
+        return int(m["ms"]) / 1e3, "file name"
+    return None, None
+
+
 def _text(v: Any, limit: int = 255) -> str | None:
     return v.strip()[:limit] if isinstance(v, str) and v.strip() else None
 
@@ -686,6 +706,8 @@ def _build(top: dict[str, Any], problem: str | None, sink: _Collector, name: str
     trace = Trace(meta=meta, gpu=sorted(sink.gpu, key=by_ts),
                   runtime=sorted(sink.runtime, key=by_ts),
                   annotations=sorted(sink.annotations, key=by_ts), steps=sink.steps())
+    firsts = [xs[0].ts for xs in (trace.gpu, trace.runtime, trace.annotations) if xs]
+    meta.started_at, meta.started_from = started_at(top, min(firsts, default=None), name)
     if problem:
         trace.warnings.append(f"{name}: {problem}; loaded the events before that")
     if sink.negative:

@@ -82,6 +82,10 @@ class TraceMeta(BaseModel):
     trace_name: str | None = None  # the `traceName` Kineto wrote (often the output path)
     backend: str | None = None  # distributedInfo.backend
     events_total: int = 0  # traceEvents entries seen
+    # when the trace began, seconds since the epoch (UTC), and what says so: "baseTimeNanoseconds"
+    # | "event time" | "file name"; None when neither the trace nor its name carries a time
+    started_at: float | None = None
+    started_from: str | None = None
 
 
 @dataclass(slots=True)

@@ -202,14 +202,16 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
                     for p, r in (traces.problems.items() if traces else [])]
         return Conclusion(kind="slowdown", claims=[ClaimDraft(
             statement=why, category="unknown", confidence=0.0, status="hypothesis")],
-            retry=Retry(useful=None, why="no verdict"), unknowns=[why, *problems, *errors],
+            retry=Retry(useful=None, why="no verdict"),
+            unknowns=[why, *(traces.assumptions if traces else []), *problems, *errors],
             breakdown=traces.breakdown if traces else None)
     r = slowdown_remedy(v, _scheduler_kind(inv), inv.incident.job if inv else None)
     claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
     notes = [f"{p}: {w}" if not w.startswith(p) else w for p, w in traces.problems.items()]
     return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=_proposals(r),
-                      unknowns=v.unknowns + notes + errors, breakdown=traces.breakdown)
+                      unknowns=traces.assumptions + v.unknowns + notes + errors,
+                      breakdown=traces.breakdown)
 
 
 def _verdict_claims(v: SlowdownVerdict | LatencyVerdict, node: str | None = None,
