@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.parsing import kernel_log, nccl_vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
@@ -62,6 +63,8 @@ MARKERS: tuple[bytes, ...] = (
     b"rror",  # Error / error: exceptions, "srun: error:", "slurmstepd: error: *** JOB ..."
     b"xception", b"Traceback", b"NCCL", b"emory", b"atchdog", b"ignal", b"exitcode",
     b"Segmentation", b"core dumped", b"peer", b"Killed",
+    b"ocket",  # NCCL's socket transport: "Socket creation failed", "socketStartConnect"
+    b"NVRM", b"oom-kill",  # kernel lines forwarded into the job's output
 )
 # After a decoded line holding a trigger, the next N lines are decoded whatever they hold:
 # traceback frames and exception lines, a watchdog message wrapped over lines, and the
@@ -307,14 +310,18 @@ def oom_summary(d: dict[str, Any]) -> str:
 
 
 _CUDA_ERR = re.compile(r"CUDA error: ([^\n]+?)(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
+                       # PyTorch < 1.5 / THC: "cuda runtime error (39) : uncorrectable ECC ..."
+                       r"cuda runtime error \(\d+\) ?: ([^\n]+?)(?: at \S+:\d+)?$|"
                        r"Cuda failure (?:\d+ )?'([^']+)'|(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)|"
                        r"(cudaError\w+)")
 # (pattern, category, confidence): hardware first; everything else is the application's.
 _CUDA_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"uncorrectable ECC|ECC error", re.I), "gpu_hardware", "high"),
+    (re.compile(r"uncorrectable ECC|ECC error|cudaErrorECCUncorrectable", re.I), "gpu_hardware",
+     "high"),
     (re.compile(r"uncorrectable NVLink|NVLink error", re.I), "gpu_hardware", "high"),
     (re.compile(r"fallen off the bus|GPU is lost", re.I), "gpu_hardware", "high"),
-    (re.compile(r"busy or unavailable|devices? unavailable", re.I), "gpu_hardware", "medium"),
+    (re.compile(r"busy or unavailable|devices? unavailable|cudaErrorDevicesUnavailable", re.I),
+     "gpu_hardware", "medium"),
     (re.compile(r"system not yet initialized|no CUDA-capable device", re.I), "gpu_hardware", "low"),
     (re.compile(r"^unknown error|cudaErrorUnknown", re.I), "gpu_hardware", "low"),
     (re.compile(r"unspecified launch failure|launch failed", re.I), "application_error", "low"),
@@ -519,9 +526,6 @@ _CONN = re.compile(r"Connection reset by peer|Broken pipe|Connection closed by r
                    r"closed by remote|Connection refused|ncclRemoteError|"
                    r"remote process exited or there was a network error")
 _CONN_KEYS = ("onnection", "pipe", "remote")
-_SOCKET_FAIL = re.compile(r"Call to (?:recv|send|connect) (?:from|to) (?P<peer>[0-9a-fA-F.:]+)"
-                          r"(?:<\d+>)? failed ?: ?(?P<why>Connection timed out|No route to host|"
-                          r"Network is unreachable|Host is unreachable)")
 _NCCL_CODES: tuple[tuple[str, re.Pattern[str], Role, str | None], ...] = (
     ("ncclInvalidUsage", re.compile(r"ncclInvalidUsage|invalid usage"), Role.primary,
      "application_error"),
@@ -821,7 +825,8 @@ class _FileParser:
         if stripped.startswith(_CHAIN):
             stream.chain_pending = True
             return True
-        if stripped.startswith("Traceback (most recent call last)"):
+        if stripped.startswith(("Traceback (most recent call last)",
+                                "Original Traceback (most recent call last)")):
             stream.tb = _Traceback(self.lineno, chained=stream.chain_pending)
             stream.chain_pending = False
             return True
@@ -975,8 +980,8 @@ class _FileParser:
 
     def _match(self, stream: _Stream, c: str) -> None:
         for matcher in (self._m_watchdog, self._m_progress, self._m_nccl_line, self._m_ib,
-                        self._m_oom, self._m_cuda, self._m_conn, self._m_nccl_code,
-                        self._m_slurm, self._m_elastic_agent, self._m_crash):
+                        self._m_kernel, self._m_oom, self._m_cuda, self._m_socket, self._m_conn,
+                        self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash):
             if matcher(stream, c):
                 return
 
@@ -1067,13 +1072,12 @@ class _FileParser:
         kw = {"host_pid": (host, pid), "node": host}
         if self._ib(msg, base, kw):
             return True
-        if sock := _SOCKET_FAIL.search(msg):
-            # the socket transport could not reach its peer at all: the path is down, not
-            # the peer process gone (that is a reset / closed by peer)
-            self.add(EventKind.nccl_error, Role.primary, "network_fault",
-                     f"NCCL socket to {sock['peer']} failed: {sock['why'].strip()}",
-                     {**base, "peer": sock["peer"], "reason": sock["why"].strip(),
-                      "weight": 0.6}, **kw)
+        if self._socket(msg, base, kw):
+            return True
+        if dup := nccl_vocab.DUPLICATE_GPU.search(msg):
+            self.add(EventKind.nccl_error, Role.primary, "application_error",
+                     f"NCCL invalid usage: ranks {dup['a']} and {dup['b']} on one GPU",
+                     {**base, "nccl_code": "ncclInvalidUsage", "device_bus": dup["dev"]}, **kw)
             return True
         if _CONN.search(msg):
             self._conn(msg, base, kw)
@@ -1081,6 +1085,40 @@ class _FileParser:
         if cuda := classify_cuda_error(msg):
             self._cuda(cuda, base, kw)
             return True
+        return True
+
+    def _socket(self, text: str, base: dict[str, Any], kw: dict[str, Any]) -> bool:
+        if sock := nccl_vocab.SOCKET_UNREACHABLE.search(text):
+            # the socket transport could not reach its peer at all: the path is down, not
+            # the peer process gone (that is a reset / closed by peer)
+            self.add(EventKind.nccl_error, Role.primary, "network_fault",
+                     f"NCCL socket to {sock['peer']} failed: {sock['why'].strip()}",
+                     {**base, "peer": sock["peer"], "reason": sock["why"].strip(),
+                      "weight": 0.6}, **kw)
+            return True
+        if conf := nccl_vocab.SOCKET_CONFIG.search(text):
+            # no usable interface for the bootstrap / socket transport: the node's network
+            # configuration, surfacing as "unhandled system error"
+            reason = nccl_vocab.socket_config_reason(conf)
+            self.add(EventKind.nccl_error, Role.primary, "network_fault",
+                     f"NCCL network configuration: {reason}",
+                     {**base, "reason": reason, "configuration": True, "weight": 0.6}, **kw)
+            return True
+        return False
+
+    def _m_socket(self, stream: _Stream, c: str) -> bool:
+        if "ocket" not in c:
+            return False
+        return self._socket(c, {}, {})
+
+    def _m_kernel(self, stream: _Stream, c: str) -> bool:
+        """A kernel line (OOM kill, Xid) forwarded into the job's output or pasted there."""
+        if "NVRM: " not in c and "process" not in c and "oom-kill" not in c:
+            return False
+        f = kernel_log.classify(kernel_log.split_prefix(c, ClockPolicy()).msg)
+        if f is None or f.role == Role.context:
+            return False
+        self.add(f.kind, f.role, f.category, f.summary, {**f.detail, "forwarded_kernel": True})
         return True
 
     def _ib(self, text: str, base: dict[str, Any], kw: dict[str, Any]) -> bool:
@@ -1103,6 +1141,13 @@ class _FileParser:
             self.add(EventKind.ib_error, role, "network_fault",
                      f"InfiniBand completion error {name or status}{peer} (vendor err "
                      f"{d['vendor_err']})", d, **kw)
+            return True
+        if ev := nccl_vocab.ASYNC_EVENT.search(text):
+            if not nccl_vocab.async_event_is_fault(ev["event"]):
+                return True  # routine fabric news ("client reregistration", "port active")
+            what = ev["event"].strip()
+            self.add(EventKind.ib_error, Role.primary, "network_fault",
+                     f"InfiniBand async event: {what}", {**base, "ib_error": what}, **kw)
             return True
         if m := _IB_OTHER.search(text):
             what = m["name"] or m["async"] or m["call"]
@@ -1493,7 +1538,11 @@ _SNIFF_POSITIVE = re.compile(
     r"[\w.\-]+:\d+:\d+ \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN)|NCCL WARN|ProcessGroupNCCL|"
     r"torch\.distributed|torchrun|ChildFailedError|srun: error|slurmstepd(?:-[\w.\-]+)?: error|"
     r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
-    r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: ")
+    r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: |cuda runtime error \(\d+\)|"
+    r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
+    r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
+    r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"
+    r"(?:Memory cgroup out of memory|Out of memory): Kill")
 _KERNELISH = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
     r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"

@@ -14,7 +14,10 @@ become Events, everything else is skipped: NVIDIA Xid / SXid lines, GPU fallen o
 GSP "reset required", RmInitAdapter failures, device-plugin XidCriticalError, OOM kills (global
 and memory cgroup; oom-kill / Killed process / oom_reaper lines of one kill merge into one
 Event), segfaults and traps, NIC link / module / watchdog faults, kernel panics, machine checks,
-EDAC uncorrected errors, hung tasks and lockups (context).
+EDAC uncorrected errors, hung tasks and lockups (context). The driver's faults that carry no
+Xid number (GPU fallen off the bus in its own words, GSP heartbeat / RPC timeouts, memory-
+subsystem errors, NVLink training failures), Xid 45 "caused by previous Xid N", and PCIe AER
+errors the GPU cannot recover from are read by kernel_vocab.
 
 Clocks: wall-clock prefixes are placed with the ClockPolicy. Lines that carry only the uptime
 (raw dmesg) are placed with a boot anchor (wall - uptime) when the same file has lines with
@@ -35,6 +38,7 @@ from typing import Any
 
 from goodput_agent.analysis.xid_catalog import DISRUPTIVE_RECOVERY, lookup, parse_xid154
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.parsing import kernel_vocab as vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import read_head, scan_lines, strip_ansi
 from goodput_agent.parsing.timefmt import (
@@ -58,7 +62,7 @@ MARKERS: tuple[bytes, ...] = (
     b"Port module event", b"NETDEV WATCHDOG", b"TX timeout on queue", b"health compromised",
     b"PORT_ERR", b"state changed to DOWN",
     b"Kernel panic", b"Hardware Error", b"EDAC", b"blocked for more than", b"soft lockup",
-    b"hard LOCKUP",
+    b"hard LOCKUP", b"AER:", b"PCIe Bus Error",
 )
 
 _MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -77,6 +81,7 @@ _MON_TS = re.compile(rf"(?P<ts>{_MONTHS}\s+\d{{1,2}}\s+\d{{2}}:\d{{2}}:\d{{2}}"
 _CTIME_TS = re.compile(r"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+[A-Z][a-z]{2}\s+\d{1,2}\s+"
                        r"\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?\s+\d{4})\]\s?")
 _UPTIME = re.compile(r"\[\s*(?P<up>\d{1,10}\.\d{1,9})\]\s?")
+_RELTIME = re.compile(r"\[\s*\+\d{1,10}\.\d{1,9}\]\s?")  # dmesg -H / --reltime: a delta, no time
 _HOST_IDENT = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252})\s+(?P<ident>[\w./@-]{1,64})"
                          r"(?:\[(?P<pid>\d+)\])?:(?:\s+|$)")
 _GOLOG = re.compile(r"(?P<ts>\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)\s+")
@@ -158,6 +163,10 @@ def _wall_prefix(p: LinePrefix, s: str, policy: ClockPolicy) -> str | None:
                 p.host = hm["host"]
             rest = rest[hm.end():]
         return rest
+    m = _RELTIME.match(s)
+    if m:
+        p.fmt = "dmesg-reltime"
+        return s[m.end():]
     m = _KMSG.match(s)
     if m:
         p.uptime = int(m["us"]) / 1e6
@@ -369,10 +378,55 @@ def match_xid(msg: str) -> Finding | None:
     f = _xid_finding(code, gpu, detail, "Xid")
     if code == 79:
         f.merge = ("bus", gpu or "?")
+    cause = vocab.XID45_CAUSE.search(message) if code == 45 else None
+    if cause:  # the channel was torn down by an earlier fault: that fault is the story
+        info = lookup(int(cause["code"]))
+        if info.role == Role.primary:
+            f.role, f.category = Role.primary, info.category
+            f.detail.update(caused_by_xid=info.code, weight=round(info.weight * 0.9, 2))
+            f.summary += f", caused by Xid {info.code} ({info.meaning})"
     return f
 
 
+def _fallen(gpu: str | None) -> Finding:
+    f = _xid_finding(79, gpu, {"xid": 79, "pci": gpu, "message": "GPU has fallen off the bus",
+                               "derived_from": "fallen_off_the_bus"}, "Xid")
+    f.summary = f"GPU {gpu or '?'} has fallen off the bus (Xid 79)"
+    f.merge = ("bus", gpu or "?")
+    return f
+
+
+def _match_gsp(msg: str) -> Finding | None:
+    hit = vocab.match_gsp(msg)
+    if hit is None:
+        return None
+    fault, summary, detail = hit
+    key = ("gsp", detail["gpu_instance"])
+    if fault == "gsp_timeout":
+        f = _xid_finding(119, None, {"xid": 119, "derived_from": fault, **detail}, "Xid")
+    else:
+        f = Finding(kind=EventKind.gpu_device_unhealthy, role=Role.primary,
+                    category="gpu_hardware", summary=summary,
+                    detail={"fault": fault, "source": "nvidia driver", **detail})
+        key = ("nvlink", detail["gpu_instance"]) if fault.startswith("nvlink") else key
+    f.summary, f.merge = summary, key
+    return f
+
+
+def _match_aer(msg: str) -> Finding | None:
+    hit = vocab.match_aer(msg)
+    if hit is None:
+        return None
+    role, category, summary, detail = hit
+    pci = norm_pci(detail.get("pci"))
+    return Finding(kind=vocab.AER_KIND, role=role, category=category, summary=summary, gpu=pci,
+                   detail=detail, merge=("aer", pci or "?"))
+
+
 def _match_gpu_driver(msg: str) -> Finding | None:
+    m = vocab.FALLEN_OFF.search(msg)
+    if m:
+        return _fallen(norm_pci(m["pci"]))
     m = _FALLEN.search(msg)
     if m:
         gpu = norm_pci(m["pci"])
@@ -611,8 +665,8 @@ def _match_node(msg: str) -> Finding | None:
     return None
 
 
-_MATCHERS = (match_xid, _match_gpu_driver, _match_device_plugin, _match_oom, _match_segfault,
-             _match_nic, _match_node)
+_MATCHERS = (match_xid, _match_gpu_driver, _match_gsp, _match_device_plugin, _match_oom,
+             _match_segfault, _match_nic, _match_node, _match_aer)
 
 
 def classify(msg: str) -> Finding | None:
@@ -654,6 +708,7 @@ class _Builder:
         self.seen_gpud: set[tuple[Any, ...]] = set()
         self.year_shift = 0
         self.last_inferred: datetime | None = None
+        self.named_gpu: str | None = None  # "NVRM: The NVIDIA GPU <pci>" (a wrapped message)
 
     def _wall(self, p: LinePrefix) -> datetime | None:
         if p.wall is None or p.clock != Clock.inferred_year:
@@ -682,9 +737,17 @@ class _Builder:
         m = _DRIVER.search(msg)
         if m:
             self.drivers.setdefault(m["ver"], None)
+        m = vocab.NVIDIA_GPU_LINE.search(msg)
+        if m:
+            self.named_gpu = norm_pci(m["pci"])
 
     def add(self, lineno: int, line: str, p: LinePrefix, wall: datetime | None,
             f: Finding) -> None:
+        if f.gpu is None and f.detail.get("derived_from") == "fallen_off_the_bus":
+            f.gpu = self.named_gpu  # the wrapped form names the GPU on its first line
+            f.detail["pci"] = f.gpu
+            f.summary = f"GPU {f.gpu or '?'} has fallen off the bus (Xid 79)"
+            f.merge = ("bus", f.gpu or "?")
         detail = dict(f.detail)
         if p.uptime is not None:
             detail["uptime_s"] = p.uptime
@@ -809,6 +872,7 @@ def _count_lines(path: Path) -> int:
 
 _SHAPES = (
     re.compile(r"\[\s*\d{1,10}\.\d{3,9}\]\s"),  # dmesg, short-monotonic
+    re.compile(r"\[\s*\+\d{1,10}\.\d{3,9}\]\s"),  # dmesg -H (relative)
     re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2} "
                r"\d{4}\]\s"),  # dmesg -T
     re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:?\d{2}\s"),  # dmesg iso
@@ -818,6 +882,13 @@ _SHAPES = (
     re.compile(rf"(?:{_MONTHS}\s+\d{{1,2}}\s+\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)?|\d{{4}}-\d{{2}}-"
                r"\d{2}T\S+)\s+\S+\s+kernel:\s"),  # journalctl / syslog, kernel tag
     re.compile(r"\[[A-Za-z][\w ]{0,30}\] \(\d+ \w+ ago\) \"NVRM: "),  # gpud
+    # a kernel message without any prefix (pasted, or `dmesg --notime`): only the kernel prints
+    # these words at the start of a line
+    re.compile(r"NVRM: |nvidia-nvswitch\d+: SXid \("),
+    re.compile(r"(?:Memory cgroup out of memory|Out of memory(?: \(oom_kill_allocating_task\))?)"
+               r": Kill(?:ed)? process \d+ \(|Killed process \d+ \(.{1,64}\) total-vm:|"
+               r"oom-kill:constraint=|oom_reaper: reaped process \d+ \("),
+    re.compile(r"\S{1,64} invoked oom-killer: gfp_mask="),
 )
 _SHAPES_ANYWHERE = (
     re.compile(r"(?:^|\s)kernel: (?:\[\s*\d+\.\d+\] )?NVRM: "),
@@ -878,6 +949,7 @@ class KernelLogParser:
                                  "boot_time": boots[0] if boots else None, "boot_times": boots,
                                  "gpus": b.gpus, "driver_versions": list(b.drivers)}
         events = [op.event for op in b.events]
+        vocab.settle_oom(events)
         return ParseResult(format=FORMAT, events=events, facts=facts, lines_read=lines_read)
 
     @staticmethod
