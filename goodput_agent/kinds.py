@@ -124,6 +124,10 @@ def choose_kind(inv: Inventory) -> KindChoice:
     fits = next((k for k in EVIDENCE_ORDER if k in asked and can(k)), None)
     if fits:
         return KindChoice(kind=fits)
+    if asked and inv.missing:
+        # the collector says evidence it went for is missing: the asked question stays, and
+        # its report names what could not be collected, rather than answering another one
+        return KindChoice(kind=asked[0])
     by_evidence = next((k for k in EVIDENCE_ORDER if can(k)), None)
     if by_evidence is None:  # nothing to answer from: the asked kind says what is missing
         return KindChoice(kind=asked[0] if asked else "failure")

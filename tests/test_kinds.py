@@ -173,3 +173,9 @@ def test_the_issue_reproduction_is_answered_as_a_slowdown(tmp_path) -> None:
         got = investigate_bundle(copy, ledger, ignore=ANSWER_KEYS,
                                  pictures_dir=tmp_path / "pictures")
     assert got.kind == "slowdown" and got.root_cause.category == "input_stall"
+
+
+def test_evidence_the_collector_could_not_collect_keeps_the_asked_kind(tmp_path) -> None:
+    spec = inv(tmp_path, "why did it crash?", "openmetrics", content=VLLM, kind="failure")
+    spec.missing = ["missing evidence: the job's scheduler record (slurm, timed out: sacct)"]
+    assert choose_kind(spec).kind == "failure"
