@@ -182,7 +182,8 @@ def full(env: dict[str, str], tmp: Path) -> None:
         FAILED.append("trace summary: no shipped trace")
     import goodput_agent.demo as demo_pkg
 
-    claude_steps(env, ledger, Path(demo_pkg.__file__).parent / "bundle")
+    check("the Claude steps ran", lambda: claude_steps(env, ledger,
+                                                      Path(demo_pkg.__file__).parent / "bundle"))
     run("collect --help", ["collect", "--help"], env)
     run("node-health (no GPU)", ["node-health", "--no-kernel-log"], env, ok=(0, 2, 3))
 
@@ -195,10 +196,22 @@ def full(env: dict[str, str], tmp: Path) -> None:
     check("serve: every page linked from /", lambda: serve(env, ledger, every_page))
 
 
+def shipped_prompts() -> None:
+    from importlib import resources
+
+    prompts = resources.files("goodput_agent.prompts")
+    for name in ("system_claude.md", "system_chat.md"):
+        assert prompts.joinpath(name).read_text(encoding="utf-8").strip(), name
+    assert any(p.name.endswith(".md") for p in prompts.joinpath("tools").iterdir())
+
+
 def wheel(env: dict[str, str], tmp: Path) -> None:
     ledger = default_ledger(env)
     run("demo", ["demo"], env, ok=(0, 3))
     ids = [i for kind, case in shipped_cases().items() if (i := investigate(kind, case, env))]
+    run("policy check (the shipped default)", ["policy", "check"], env)
+    run("tools (every shipped tool)", ["tools"], env)
+    check("prompts ship", shipped_prompts)
 
     def pages(base: str) -> None:
         for path in ["/", *(f"/inv/{i}" for i in ids)]:

@@ -60,7 +60,7 @@ class DeadlineReached(Exception):
 
 
 def retryable(exc: BaseException) -> bool:
-    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+    if isinstance(exc, (anthropic.APIConnectionError, *TIMEOUTS)):  # a stalled stream too
         return True
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
