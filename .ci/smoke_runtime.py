@@ -38,8 +38,13 @@ def run(step: str, args: list[str], env: dict[str, str], ok: tuple[int, ...] = (
         stdin: str | None = None) -> str:
     """One CLI call; a failed step is recorded with the tail of what it printed."""
     t0 = time.monotonic()
-    p = subprocess.run([goodput_exe(), *args], env=env, input=stdin, capture_output=True,
-                       text=True, timeout=180)
+    try:
+        p = subprocess.run([goodput_exe(), *args], env=env, input=stdin, capture_output=True,
+                           text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        print(f"FAIL {step} (still running after 180 s)", flush=True)
+        FAILED.append(f"{step}: still running after 180 s")
+        return ""
     took = time.monotonic() - t0
     bad = p.returncode not in ok or "Traceback" in p.stderr or "internal error" in p.stderr
     print(f"{'FAIL' if bad else 'ok  '} {step} (exit {p.returncode}, {took:.1f} s)", flush=True)
