@@ -185,7 +185,23 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+def _kubernetes_kinds(text: str) -> list[str]:
+    """The kinds of the documents in `text` when every one is a Kubernetes object (apiVersion
+    and kind), else []: such a file is a manifest, which `kubectl apply` reads, not a policy."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return []
+    if not docs or not all(isinstance(d, dict) and {"apiVersion", "kind"} <= d.keys()
+                           for d in docs):
+        return []
+    return [str(d["kind"]) for d in docs]
+
+
 def parse_policy(text: str, source: str) -> Policy:
+    if kinds := _kubernetes_kinds(text):
+        raise BadInput(f"{source}: a Kubernetes manifest ({', '.join(dict.fromkeys(kinds))}), "
+                       "not a Goodput policy; apply it with kubectl apply -f")
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)

@@ -9,6 +9,7 @@ raises DeadlineReached instead of being retried."""
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 import time
 from collections.abc import Callable
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
-import httpx
 import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -43,12 +43,24 @@ class Turn:
 RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
+# A read that times out inside a stream that already answered 200 reaches us as the HTTP
+# library's own exception, not the SDK's APITimeoutError. That library is the SDK's choice (httpx,
+# then httpx2 in anthropic 2.x), so it is found through the class the SDK's public HTTP client
+# extends instead of being imported by name: a name would be a dependency of ours, and one the
+# SDK may not raise.
+_TRANSPORT = importlib.import_module(next(
+    c.__module__ for c in anthropic.DefaultHttpxClient.__mro__
+    if not c.__module__.startswith("anthropic") and c is not object).partition(".")[0])
+TIMEOUTS: tuple[type[BaseException], ...] = (anthropic.APITimeoutError,
+                                             _TRANSPORT.TimeoutException)
+
+
 class DeadlineReached(Exception):
     """The deadline passed before, or while, the Messages API answered."""
 
 
 def retryable(exc: BaseException) -> bool:
-    if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+    if isinstance(exc, (anthropic.APIConnectionError, *TIMEOUTS)):  # a stalled stream too
         return True
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
@@ -128,7 +140,7 @@ class MessagesClient:
                 t0 = time.perf_counter()
                 try:
                     msg, request_id = self._send(request, timeout, on_text, deadline)
-                except (anthropic.APITimeoutError, httpx.TimeoutException) as exc:
+                except TIMEOUTS as exc:
                     if by_deadline:
                         raise DeadlineReached(f"the call was cut after {timeout:.3g} s") from exc
                     raise

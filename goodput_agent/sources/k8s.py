@@ -14,7 +14,7 @@ into a bundle is what `kubectl get -o json` would have shown):
 Every list is paginated (`limit` + `continue`) and capped (`max_items`); every call has a
 timeout. API errors become the typed errors of goodput_agent.sources.errors: 401/403 →
 Forbidden, 404 → NotFound, a connection failure → Unreachable, a read timeout → TimedOut.
-The verbs and resources used here are exactly those in policies/kubernetes-rbac.yaml (a test
+The verbs and resources used here are exactly those in deploy/kubernetes/rbac.yaml (a test
 compares them).
 """
 

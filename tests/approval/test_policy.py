@@ -59,3 +59,16 @@ def test_groups_and_names_approve(tmp_path: Path) -> None:
     assert p.source == str(f)
     with pytest.raises(BadInput, match="cannot read"):
         load_policy(tmp_path / "missing.yaml")
+
+
+def test_a_kubernetes_manifest_is_named_as_one_not_parsed_as_a_policy() -> None:
+    """The shipped RBAC manifest (two documents) is a kubectl file: one line says what it is,
+    instead of a YAML error about a second document."""
+    manifest = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "rbac.yaml"
+    text = manifest.read_text()
+    assert text.count("\n---") >= 2  # several documents: the case that confused the check
+    msg = _err(text)
+    assert msg.startswith("p.yaml: a Kubernetes manifest (")
+    assert "ClusterRole" in msg and "not a Goodput policy" in msg and "\n" not in msg
+    # a policy that merely has a `kind` key is still checked as a policy
+    assert "a Kubernetes manifest" not in _err("version: 1\nkind: ClusterRole\n")

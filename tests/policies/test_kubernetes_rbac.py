@@ -1,4 +1,4 @@
-"""policies/kubernetes-rbac.yaml grants exactly what the live Kubernetes source uses: the
+"""deploy/kubernetes/rbac.yaml grants exactly what the live Kubernetes source uses: the
 fixture API server (tests/servers/kube_api.py) authorizes every request with the ClusterRole's
 rules as the RBAC authorizer would, records each request's verb and resource, and the test
 checks that nothing was refused and that every rule was needed."""
@@ -16,7 +16,7 @@ from goodput_agent.sources.k8s import K8sSource
 from tests.servers.kube_api import running_kube_api
 from tests.servers.kube_fixtures import serving_cluster
 
-MANIFEST = Path(__file__).resolve().parents[2] / "policies" / "kubernetes-rbac.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "rbac.yaml"
 READ_VERBS = {"get", "list", "watch"}
 
 

@@ -22,7 +22,7 @@ tested against this server, which serves objects loaded from fixture data (the e
 - errors as v1 Status objects in the real shape (404 NotFound, 403 Forbidden with the RBAC
   authorizer's message, 400 BadRequest, 401 Unauthorized, 415 UnsupportedMediaType).
 
-Optional: `rules` (RBAC PolicyRules, e.g. the ClusterRole in policies/kubernetes-rbac.yaml)
+Optional: `rules` (RBAC PolicyRules, e.g. the ClusterRole in deploy/kubernetes/rbac.yaml)
 makes the server authorize every resource request as the real RBAC authorizer would (403
 otherwise); `token` requires `Authorization: Bearer <token>`. Every request is recorded in
 `.requests` (verb, API group, resource with subresource, namespace, name), which is how the RBAC

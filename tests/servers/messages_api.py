@@ -26,6 +26,7 @@ class FixtureReply:
     output_tokens: int = 20
     fail_midstream: bool = False  # streamed: an overloaded_error event after message_start
     delay_s: float = 0.0  # the server waits this long before answering (a slow model)
+    stall_midstream_s: float = 0.0  # streamed: the wait after the first text delta
 
 
 @dataclass
@@ -127,7 +128,7 @@ class ScriptedMessagesAPI:
                     return  # stopped while waiting: the client gave up long ago
                 try:
                     if body.get("stream"):
-                        self._sse(msg, n, turn.fail_midstream)
+                        self._sse(msg, n, turn.fail_midstream, turn.stall_midstream_s)
                     else:
                         self._json(200, msg, {"request-id": f"req_fixture_{n:04d}"})
                 except (BrokenPipeError, ConnectionResetError):
@@ -143,7 +144,8 @@ class ScriptedMessagesAPI:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _sse(self, msg: dict[str, Any], n: int, fail: bool = False) -> None:
+            def _sse(self, msg: dict[str, Any], n: int, fail: bool = False,
+                     stall_s: float = 0.0) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
@@ -159,6 +161,10 @@ class ScriptedMessagesAPI:
                     self.wfile.flush()
                     if fail and i == 2:
                         break
+                    if stall_s and event["type"] == "content_block_delta":
+                        if server._stopping.wait(stall_s):
+                            break  # stopped while stalling
+                        stall_s = 0.0
                 self.close_connection = True
 
         return Handler
