@@ -137,13 +137,13 @@ def _verdict_line(rec: InvestigationRecord) -> str:
     if c is not None:
         return (f"verdict {markup(c['category'])} · confidence {c['confidence']} · "
                 f"exit {c['exit_code']}")
-    done = (f"{len(rec.tool_calls)} tool calls, {len(rec.evidence)} evidence rows, "
-            f"{len(rec.claims)} claims, {len(rec.actions)} actions")
+    done = (f"tool calls {len(rec.tool_calls)}, evidence {len(rec.evidence)}, claims "
+            f"{len(rec.claims)}, actions {len(rec.actions)}")
     last = rec.tool_calls[-1] if rec.tool_calls else None
     if last is not None:
-        done += f"; the last tool call was #{last['seq']} {markup(last['tool'])}"
-    return (f"[bold yellow]verdict {INTERRUPTED}[/]: the run stopped before it concluded "
-            f"(no verdict recorded); recorded before it stopped: {done}")
+        done += f" (the last tool call: #{last['seq']} {markup(last['tool'])})"
+    return (f"[bold yellow]verdict {INTERRUPTED}[/]: the run stopped before it concluded\n"
+            f"recorded before it stopped: {done}")
 
 
 def _left_cut(text: str, room: int) -> str:
