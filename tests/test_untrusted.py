@@ -86,3 +86,18 @@ def test_console_log_values_are_one_line_with_visible_controls() -> None:
     event = visible_values(None, "warning", {"event": "unread", "path": f"a\n{OSC_TITLE}",
                                              "n": 3})
     assert event == {"event": "unread", "path": "a\\x0a\\x1b]0;pwned\\x07", "n": 3}
+
+
+def test_console_logs_on_a_terminal_go_through_it(capsys) -> None:  # noqa: ANN001
+    import structlog
+
+    from goodput_agent.logs import configure
+
+    configure("warning", json_logs=False)  # what a terminal on stderr gets
+    try:
+        structlog.get_logger("t").warning("unread", path=f"kern.log{OSC_TITLE}\nforged")
+    finally:
+        configure("warning", json_logs=True)
+    err = capsys.readouterr().err
+    assert not raw_controls(err) and err.count("\n") == 1
+    assert "kern.log\\x1b]0;pwned\\x07\\x0aforged" in err
