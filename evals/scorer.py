@@ -24,6 +24,7 @@ from goodput_agent.evals.calibration import (
     calibrate,
     render_calibration,
 )
+from goodput_agent.untrusted import markup
 
 ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")
@@ -313,6 +314,6 @@ def render_scores(s: Scores, console: Console) -> None:
     for c in wrong:
         rank = (f" rank {c.expected_rank} / got {c.got_rank}" if c.expected_rank is not None
                 else "")
-        console.print(f"[red]miss[/] {c.case_id}: expected {c.expected_category}@"
-                      f"{c.expected_node}, got {c.got_category}@{c.got_node} ({c.confidence:.2f})"
-                      f"{rank}")
+        console.print("[red]miss[/] " + markup(
+            f"{c.case_id}: expected {c.expected_category}@{c.expected_node}, got "
+            f"{c.got_category}@{c.got_node} ({c.confidence:.2f}){rank}", newlines=False))

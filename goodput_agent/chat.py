@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.claude import Agent, BudgetSpent
@@ -21,6 +20,7 @@ from goodput_agent.planner.claude_store import chat_messages, record_chat_messag
 from goodput_agent.redact import redact
 from goodput_agent.render import TerminalConsole
 from goodput_agent.toolkit import ToolContext
+from goodput_agent.untrusted import line, markup, visible
 
 HELP = "/ledger  /evidence N  /actions  /quit"
 
@@ -97,7 +97,7 @@ class ChatSession:
 def tool_line(name: str, args: Any, ms: float, error: bool) -> str:
     text = json.dumps(args, separators=(",", ":"), default=str)
     text = text if len(text) <= 80 else text[:77] + "..."
-    return f"  -> {name} {text} {ms:.0f} ms{' (error)' if error else ''}"
+    return line(f"  -> {name} {text} {ms:.0f} ms{' (error)' if error else ''}")
 
 
 def slash(command: str, session: ChatSession, console: Console) -> bool:
@@ -120,17 +120,17 @@ def slash(command: str, session: ChatSession, console: Console) -> bool:
         try:
             text, _ = read_page(ledger, inv_id, eid, 1, 40, 4000, record=False)
         except LookupError as exc:
-            console.print(escape(str(exc)))
+            console.print(markup(str(exc)))
             return True
         row = ledger.rows("SELECT locator FROM evidence WHERE id = ?", [eid])
-        console.print(f"[bold]E{eid}[/] {escape(row[0]['locator'] if row else '')}")
-        console.print(escape(text), highlight=False, soft_wrap=True)
+        console.print(f"[bold]E{eid}[/] {markup(row[0]['locator'] if row else '')}")
+        console.print(markup(text), highlight=False, soft_wrap=True)
     elif name == "/actions":
         rows = ledger.rows("SELECT * FROM actions WHERE investigation_id = ? ORDER BY id",
                            [inv_id])
         for a in rows:
-            console.print(f"action {a['id']} [{_status(ledger, a)}] {escape(a['tool'])} "
-                          f"{escape(a['args_json'])}", highlight=False, soft_wrap=True)
+            console.print(f"action {a['id']} \\[{markup(_status(ledger, a))}] {markup(a['tool'])} "
+                          f"{markup(a['args_json'])}", highlight=False, soft_wrap=True)
         if not rows:
             console.print("no actions proposed")
     else:
@@ -150,11 +150,11 @@ def _status(ledger: Ledger, action: dict[str, Any]) -> str:
 def run_chat(session: ChatSession, stdin: TextIO = sys.stdin,
              out: TextIO = sys.stdout) -> None:
     console = TerminalConsole(file=out, highlight=False)
-    console.print(f"[bold]goodput chat[/] {session.inv_id}"
+    console.print(f"[bold]goodput chat[/] {markup(session.inv_id)}"
                   f"{' (resumed)' if session.resumed else ''} · {HELP}")
 
-    def on_text(piece: str) -> None:
-        out.write(piece)
+    def on_text(piece: str) -> None:  # the model's words, which can quote the bundle
+        out.write(visible(piece))
         out.flush()
 
     def on_tool(name: str, args: Any, ms: float, error: bool) -> None:

@@ -29,7 +29,8 @@ from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli_trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
-from goodput_agent.render import TerminalConsole
+from goodput_agent.render import TerminalConsole, investigations_table
+from goodput_agent.untrusted import json_text, line
 
 EXIT_BAD_INPUT = 2
 
@@ -39,7 +40,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"goodput: error: {message}", err=True)
+    click.echo(f"goodput: error: {line(message)}", err=True)
     sys.exit(code)
 
 
@@ -109,7 +110,7 @@ def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
     from goodput_agent.render import render_report
 
     if as_json:
-        click.echo(report.to_json())
+        click.echo(json_text(report.to_json()))
     else:
         render_report(report, TerminalConsole())
     sys.exit(exit_code(report))
@@ -255,9 +256,8 @@ def _existing(ledger_path: Path | None) -> Path:
 @json_option
 @ledger_option
 def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
-    """The most recent investigations."""
-    from rich.table import Table
-
+    """The most recent investigations (an investigation killed before it concluded reads
+    `interrupted`)."""
     from goodput_agent.ledger import open_ledger
 
     with open_ledger(_existing(ledger_path), read_only=True) as lg:
@@ -265,16 +265,8 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
     if as_json:
         click.echo(json.dumps(rows, default=str, indent=2))
         return
-    t = Table(title="Investigations")
-    for col in ("id", "created", "kind", "verdict", "conf", "target"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["id"], str(r["created_at"])[:19], r["kind"], str(r["category"] or "—"),
-                  f"{r['confidence']:.2f}" if r["confidence"] is not None else "—",
-                  str(r["target"]))
-    TerminalConsole().print(t)
-
-
+    console = TerminalConsole()
+    console.print(investigations_table(rows, console.width))
 @ledger.command("show")
 @click.argument("investigation_id", required=False)
 @json_option
@@ -293,7 +285,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
     if as_json:
-        data = rec.model_dump(mode="json")
+        data = rec.model_dump(mode="json")  # with status: concluded or interrupted
         if usage:
             data["llm_usage"] = usage
         click.echo(json.dumps(data, indent=2, default=str))

@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
 from goodput_agent.errors import BadInput
 from goodput_agent.render import TerminalConsole
+from goodput_agent.untrusted import line, markup, visible
 
 ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
                              default=None, help="DuckDB ledger file (default: user data dir).")
@@ -110,7 +110,7 @@ def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json:
                                                         for p in previews]})
         return
     console = TerminalConsole()
-    console.print(f"[bold]Actions of {inv}[/] (policy {escape(policy.source)})")
+    console.print(f"[bold]Actions of {markup(inv)}[/] (policy {markup(policy.source)})")
     for p in previews:
         console.print(_action_block(p))
 
@@ -120,41 +120,43 @@ def _action_block(p: Any) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="dim", no_wrap=True)
     t.add_column(overflow="fold")
-    t.add_row(f"#{p.action_id}", f"[bold]{p.tool}[/]  {p.status}")
-    t.add_row("args", escape(" ".join(f"{k}={json.dumps(v)}" for k, v in p.args.items())))
+    t.add_row(f"#{p.action_id}", f"[bold]{markup(p.tool)}[/]  {markup(p.status)}")
+    t.add_row("args", markup(" ".join(f"{k}={json.dumps(v)}" for k, v in p.args.items())))
     if p.rationale:
-        t.add_row("why", escape(p.rationale))
-    t.add_row("claims", escape(", ".join(f"#{c.id} {c.category} ({c.confidence:.2f})"
+        t.add_row("why", markup(p.rationale))
+    t.add_row("claims", markup(", ".join(f"#{c.id} {c.category} ({c.confidence:.2f})"
                                          for c in p.claims) or "none"))
     t.add_row("policy", "[green]allowed[/]" if p.allowed else
-              "[red]denied[/]: " + escape("; ".join(p.reasons)))
+              "[red]denied[/]: " + markup("; ".join(p.reasons)))
     t.add_row("", "")
     return t
 
 
 def render_preview(p: Any, console: Console) -> None:
-    lines = [f"[bold]{p.tool}[/]  action {p.action_id} of {p.investigation_id}  status {p.status}",
-             f"args hash {p.args_hash}", f"evidence {p.evidence_digest}"]
+    lines = [f"[bold]{markup(p.tool)}[/]  action {p.action_id} of "
+             f"{markup(p.investigation_id)}  status {markup(p.status)}",
+             f"args hash {markup(p.args_hash)}", f"evidence {markup(p.evidence_digest)}"]
     for c in p.claims:
-        lines.append(f"claim #{c.id} ({c.category}, {c.status}, confidence {c.confidence:.2f}"
-                     f"{', node ' + c.node if c.node else ''}): {escape(c.statement)}")
-        lines.append(f"  evidence digests: {', '.join(c.evidence_digests) or 'none'}")
+        lines.append(markup(f"claim #{c.id} ({c.category}, {c.status}, confidence "
+                            f"{c.confidence:.2f}{', node ' + c.node if c.node else ''}): "
+                            f"{c.statement}"))
+        lines.append(f"  evidence digests: {markup(', '.join(c.evidence_digests)) or 'none'}")
     if p.rationale:
-        lines.append(f"why: {escape(p.rationale)}")
+        lines.append(f"why: {markup(p.rationale)}")
     console.print(Panel("\n".join(lines), title="Proposed action"))
-    console.print(Panel(escape(p.command or "(no command: see the reasons)"),
+    console.print(Panel(markup(p.command or "(no command: see the reasons)"),
                         title="Exactly what runs"))
     if p.dry_run:
-        console.print(Panel(Syntax(p.dry_run, "diff", word_wrap=True),
+        console.print(Panel(Syntax(visible(p.dry_run), "diff", word_wrap=True),
                             title="Dry run / diff"))
     for n in p.notes:
-        console.print(f"note: {escape(n)}")
+        console.print(f"note: {markup(n)}")
     if p.allowed:
-        console.print(f"[green]policy {escape(p.policy)}: allowed[/] (approval expires after "
+        console.print(f"[green]policy {markup(p.policy)}: allowed[/] (approval expires after "
                       f"{p.expires_after_s / 60:g} min, single use)")
     else:
         for r in p.reasons:
-            console.print(f"[red]policy: {escape(r)}[/]")
+            console.print(f"[red]policy: {markup(r)}[/]")
 
 
 @click.command("approve")
@@ -201,7 +203,7 @@ def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | Non
             result["refused"] = exc.reason
             if as_json:
                 _echo_json(result)
-            click.echo(f"goodput: refused: {exc.reason}", err=True)
+            click.echo(f"goodput: refused: {line(exc.reason)}", err=True)
             sys.exit(EXIT_REFUSED)
         result["status"] = store.status_of(store.events(lg, action_id))
     if as_json:
@@ -218,12 +220,12 @@ def _render_execution(e: Any, console: Console) -> None:
     body = [f"[{style}]{'executed' if e.ok else 'FAILED'}[/] (row {e.id}, approval "
             f"{e.approval_id})"]
     if e.reason:
-        body.append(escape(e.reason))
+        body.append(markup(e.reason))
     for r in out.get("results") or []:
-        body.append(f"$ {escape(' '.join(r['argv']))}  -> rc {r['rc']}")
-        body += [escape(x) for x in (r["stdout"].strip(), r["stderr"].strip()) if x]
+        body.append(f"$ {markup(' '.join(r['argv']))}  -> rc {markup(r['rc'])}")
+        body += [markup(x) for x in (r["stdout"].strip(), r["stderr"].strip()) if x]
     if out.get("response") is not None:
-        body.append(escape(json.dumps(out["response"], default=str)[:1500]))
+        body.append(markup(json.dumps(out["response"], default=str)[:1500]))
     console.print(Panel("\n".join(body), title="Execution"))
 
 
@@ -244,7 +246,7 @@ def reject_cmd(action_id: int, approver: str, why: str, as_json: bool,
     if as_json:
         _echo_json(row.model_dump(mode="json"))
     else:
-        click.echo(f"action {action_id} rejected by {approver}: {why} (row {row.id})")
+        click.echo(line(f"action {action_id} rejected by {approver}: {why} (row {row.id})"))
 
 
 @click.group("policy")
@@ -265,7 +267,7 @@ def policy_check(file: Path | None, as_json: bool) -> None:
         _echo_json({"ok": True, "file": p.source, "enabled": enabled,
                     "policy": p.model_dump(mode="json")})
         return
-    click.echo(f"{p.source}: ok; approvals expire after "
+    click.echo(f"{line(p.source)}: ok; approvals expire after "
                f"{p.approval.expires_after.total_seconds() / 60:g} min; "
                f"{len(enabled)} of {len(p.tools)} listed tools enabled"
                + "".join(f"\n  {n}: approvers {', '.join(a) or 'none'}"
@@ -332,19 +334,19 @@ def _collect_after(job: str, slurm_conf: Path | None, ledger: Path, inv_id: str)
 def render_verification(r: Any, console: Console) -> None:
     color = {"recovered": "green", "partly": "yellow", "incomparable": "cyan"}.get(r.verdict,
                                                                                    "red")
-    body = [f"[bold {color}]{r.verdict}[/]  {escape(r.summary)}"]
-    body += [f"condition: {escape(c)}" for c in r.conditions]
+    body = [f"[bold {color}]{markup(r.verdict)}[/]  {markup(r.summary)}"]
+    body += [f"condition: {markup(c)}" for c in r.conditions]
     console.print(Panel("\n".join(body), title=f"Verify ({r.kind})"))
     if r.phases:
         t = Table(title="Before / after", expand=True)
         for col in ("phase", "healthy", "before", "after"):
             t.add_column(col, justify="left" if col == "phase" else "right")
         for p in r.phases:
-            t.add_row(p.phase, *("—" if v is None else f"{v:.3g} {p.unit}"
+            t.add_row(markup(p.phase), *("—" if v is None else f"{v:.3g} {p.unit}"
                                  for v in (p.healthy, p.before, p.after)))
         console.print(t)
     for n in [*r.notes, *(f"evidence: {e}" for e in r.evidence[:10])]:
-        console.print(f"[dim]{escape(n)}[/]")
+        console.print(f"[dim]{markup(n)}[/]")
 
 
 @click.command("propose")
@@ -390,5 +392,5 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, auth
     if as_json:
         _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims})
     else:
-        click.echo(f"action {aid} proposed: {tool} {json.dumps(args)} (approve with "
-                   f"`goodput approve {aid} --as NAME`)")
+        click.echo(line(f"action {aid} proposed: {tool} {json.dumps(args)} (approve with "
+                        f"`goodput approve {aid} --as NAME`)"))

@@ -113,6 +113,8 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import Ledger
     from goodput_agent.planner.claude_store import usage_totals
+    from goodput_agent.render import TerminalConsole
+    from goodput_agent.untrusted import markup
 
     settings = claude_settings("claude", flags)
     roots = [cases] if cases else [suite_dir(n) for n in (SUITES if suite == "all" else [suite])
@@ -145,19 +147,18 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
         click.echo(json.dumps({"model": settings.model, "accuracy": acc, "cases": rows},
                               indent=2, default=str))
         return
-    t = Table(title=f"offline vs claude ({settings.model}): accuracy "
+    t = Table(title=f"offline vs claude ({markup(settings.model)}): accuracy "
                     f"{acc['offline']:.0%} vs {acc['claude']:.0%}")
     for col in ("case", "expected", "offline", "claude", "tool calls (off/claude)",
                 "tokens in/out", "cost $"):
         t.add_column(col)
     for r in rows:
         off, cl = r["offline"], r["claude"]
-        t.add_row(r["case"], r["expected"], f"{off['category']}{'' if off['ok'] else ' x'}",
-                  f"{cl['category']}{'' if cl['ok'] else ' x'}",
+        t.add_row(markup(r["case"]), markup(r["expected"]),
+                  markup(f"{off['category']}{'' if off['ok'] else ' x'}"),
+                  markup(f"{cl['category']}{'' if cl['ok'] else ' x'}"),
                   f"{off['tool_calls']}/{cl['tool_calls']}",
                   f"{cl['input_tokens']}/{cl['output_tokens']}",
                   "—" if cl["cost_usd"] is None else f"{cl['cost_usd']:.4f}")
-    from goodput_agent.render import TerminalConsole
-
     TerminalConsole().print(t)
     sys.stdout.flush()

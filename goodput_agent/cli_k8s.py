@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from goodput_agent.collect.k8s_serving import LatencyWindows
 from goodput_agent.errors import BadInput
 from goodput_agent.report import Report
+from goodput_agent.untrusted import line
 
 K8S_OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--k8s-job", "k8s_job", default=None, metavar="NS/NAME",
@@ -188,9 +189,10 @@ def investigate_k8s(args: K8sArgs, ledger_path: Path | None, kind: str | None,
 
     bundle = live_bundle_dir(ledger_path or default_ledger_path(), args.label)
     manifest = collect_k8s_bundle(args, bundle, timeout_s)
-    click.echo(f"goodput: bundle collected into {bundle}", err=True)
+    click.echo(f"goodput: bundle collected into {line(bundle)}", err=True)
     if why := manifest.target.get("question_why"):  # a vLLM pod: which question, and why
-        click.echo(f"goodput: the {manifest.target.get('question')} question: {why}", err=True)
+        click.echo(line(f"goodput: the {manifest.target.get('question')} question: {why}"),
+                   err=True)
     with open_ledger(ledger_path) as ledger:
         return investigate_bundle(bundle, ledger, kind, pictures_dir=pictures_dir,
                                   claude=claude)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from goodput_agent.cli_k8s import (
@@ -22,6 +21,7 @@ from goodput_agent.cli_k8s import (
 from goodput_agent.collect.base import Manifest
 from goodput_agent.render import TerminalConsole
 from goodput_agent.report import Report
+from goodput_agent.untrusted import json_text, line, markup
 
 SLURM_TIMEOUT_HELP = "Seconds to wait for each Slurm command."
 
@@ -33,17 +33,17 @@ def _slurm_cli(timeout_s: float):  # noqa: ANN202 - a SlurmCLI
 
 
 def render_manifest(m: Manifest, root: Path, console: Console) -> None:
-    """Names and messages come from the cluster: shown escaped, never as markup."""
-    t = Table(title=escape(f"Collected into {root}"))
+    """Names and messages come from the cluster: shown with visible controls, never as markup."""
+    t = Table(title=markup(f"Collected into {root}"))
     for col in ("file", "what", "bytes", "from"):
         t.add_column(col)
     for f in m.files:
-        t.add_row(*map(escape, (f.path, f.what + (" (redacted)" if f.redacted else "")
+        t.add_row(*map(markup, (f.path, f.what + (" (redacted)" if f.redacted else "")
                                 + (f" (cut: {f.truncated})" if f.truncated else ""),
                                 str(f.bytes), f.command or f.query or f.origin or "")))
     console.print(t)
     for e in m.errors:
-        console.print("[yellow]missing:[/] " + escape(
+        console.print("[yellow]missing:[/] " + markup(
             f"{e.what} — {e.source} {e.kind.replace('_', ' ')}: {e.error}"), highlight=False)
 
 
@@ -74,7 +74,7 @@ def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json:
     manifest = collect_k8s_bundle(k8s, out_dir, timeout_s) if k8s.wanted else \
         collect_slurm_job(slurm_job or "", out_dir, _slurm_cli(timeout_s))
     if as_json:
-        click.echo(manifest.model_dump_json(by_alias=True, indent=2))
+        click.echo(json_text(manifest.model_dump_json(by_alias=True, indent=2)))
     else:
         render_manifest(manifest, out_dir, TerminalConsole())
 
@@ -94,7 +94,7 @@ def investigate_slurm_job(job_id: str, ledger_path: Path | None, kind: str | Non
 
     bundle = live_bundle_dir(ledger_path or default_ledger_path(), job_id)
     collect_slurm_job(job_id, bundle, _slurm_cli(timeout_s))
-    click.echo(f"goodput: bundle collected into {bundle}", err=True)
+    click.echo(f"goodput: bundle collected into {line(bundle)}", err=True)
     with open_ledger(ledger_path) as ledger:
         return investigate_bundle(bundle, ledger, kind, pictures_dir=pictures_dir,
                                   claude=claude)

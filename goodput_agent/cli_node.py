@@ -19,6 +19,7 @@ from goodput_agent.parsing.kernel_log import match_xid, norm_pci
 from goodput_agent.render import TerminalConsole
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
+from goodput_agent.untrusted import json_text, markup, visible
 
 MAX_KERNEL_XIDS = 200
 
@@ -58,8 +59,8 @@ def _fmt(value: Any, field: str, gpu: Any) -> str:
 
 
 def render(health: NodeHealth, console: Console) -> None:
-    console.print(f"[bold]{health.host}[/]  driver {health.driver_version or '?'}  "
-                  f"NVML {health.nvml_version or '?'}  {len(health.gpus)} GPUs")
+    console.print(f"[bold]{markup(health.host)}[/]  driver {markup(health.driver_version or '?')}"
+                  f"  NVML {markup(health.nvml_version or '?')}  {len(health.gpus)} GPUs")
     table = Table(show_lines=False)
     for col in ("GPU", "name", "bus id", "temp C", "power W", "SM MHz", "throttle",
                 "ECC vol unc/agg unc", "remapped rows", "NVLink up"):
@@ -73,26 +74,28 @@ def render(health: NodeHealth, console: Console) -> None:
                     + (" FAILED" if g.remapped_rows["failure"] else ""), "remapped_rows", g)
         links = _fmt(g.nvlinks and f"{sum(1 for x in g.nvlinks if x['active'])}/"
                      f"{len(g.nvlinks)}", "nvlinks", g)
-        table.add_row(str(g.index), _fmt(g.name, "name", g), _fmt(g.pci_bus_id, "pci_bus_id", g),
+        table.add_row(str(g.index), markup(_fmt(g.name, "name", g)),
+                      markup(_fmt(g.pci_bus_id, "pci_bus_id", g)),
                       _fmt(g.temperature_c, "temperature_c", g),
                       _fmt(g.power_w and round(g.power_w), "power_w", g),
                       _fmt(g.sm_clock_mhz, "sm_clock_mhz", g),
-                      _fmt(g.throttle_reasons is not None and (", ".join(g.throttle_reasons)
-                                                               or "none") or None,
-                           "throttle_reasons", g), ecc, rows, links)
+                      markup(_fmt(g.throttle_reasons is not None and (
+                          ", ".join(g.throttle_reasons) or "none") or None, "throttle_reasons", g)),
+                      ecc, rows, links)
     console.print(table)
     for g in health.gpus:
         for p in g.problems:
-            console.print(f"[red]GPU {g.index}[/] {p}")
+            console.print(f"[red]GPU {g.index}[/] {markup(p)}")
         for field, err in g.errors.items():
-            console.print(f"[yellow]GPU {g.index}[/] {field}: NVML error {err}")
+            console.print(f"[yellow]GPU {g.index}[/] {markup(field)}: NVML error {markup(err)}")
     listened = f"listened {health.xid_listen_ms} ms for Xid events: {len(health.xid_events)}"
-    console.print(listened + (f" ({health.xid_listen_error})" if health.xid_listen_error
-                              else ""))
+    console.print(listened + (f" ({markup(health.xid_listen_error)})"
+                              if health.xid_listen_error else ""))
     if health.kernel_log_error:
-        console.print(f"kernel log not read: {health.kernel_log_error}")
+        console.print(f"kernel log not read: {markup(health.kernel_log_error)}")
     for x in health.kernel_xids:
-        console.print(f"kernel: {x['line']}", markup=False, highlight=False)
+        console.print(f"kernel: {visible(x['line'], newlines=False)}", markup=False,
+                      highlight=False)
 
 
 @click.command("node-health")
@@ -138,10 +141,11 @@ def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -
     if health.errors and not health.gpus:
         raise BadInput(health.errors[0])
     if as_json:
-        click.echo(health.model_dump_json(indent=2))
+        click.echo(json_text(health.model_dump_json(indent=2)))
         return
     console = TerminalConsole()
-    console.print(f"DCGM from {url}, {window.start.isoformat()} .. {window.end.isoformat()}: "
+    console.print(f"DCGM from {markup(url)}, {window.start.isoformat()} .. "
+                  f"{window.end.isoformat()}: "
                   f"{len(health.gpus)} GPUs", highlight=False)
     table = Table()
     for col in ("node", "GPU", "Xids", "temp max C", "power max W", "SM clock min MHz",
@@ -149,7 +153,7 @@ def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -
         table.add_column(col)
     for g in health.gpus:
         v = g.values
-        table.add_row(g.host, g.gpu, ", ".join(str(x.xid) for x in g.xids) or "-",
+        table.add_row(markup(g.host), markup(g.gpu), ", ".join(str(x.xid) for x in g.xids) or "-",
                       f"{v['temp_max']:g}" if "temp_max" in v else "-",
                       f"{v['power_max']:g}" if "power_max" in v else "-",
                       f"{v['sm_clock_min']:g}" if "sm_clock_min" in v else "-",
@@ -157,8 +161,9 @@ def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -
     console.print(table)
     for g in health.gpus:
         for p in g.problems:
-            console.print(f"[red]{g.host} GPU {g.gpu}[/] {p}", highlight=False)
+            console.print(f"[red]{markup(g.host)} GPU {markup(g.gpu)}[/] {markup(p)}",
+                          highlight=False)
     for f in health.absent:
-        console.print(f"no series: {f}", highlight=False)
+        console.print(f"no series: {markup(f)}", highlight=False)
     for e in health.errors:
-        console.print(f"[yellow]error:[/] {e}", highlight=False)
+        console.print(f"[yellow]error:[/] {markup(e)}", highlight=False)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from goodput_agent.errors import BadInput
-from goodput_agent.svg import strip_controls
+from goodput_agent.untrusted import json_text, line, markup
 
 if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
@@ -35,16 +35,9 @@ _top = click.option("--top", default=10, show_default=True, type=click.IntRange(
                     help="Kernel families to list.")
 
 
-def _safe(text: object) -> str:
-    """Text from a trace, for a rich table: no markup, no terminal escape sequences."""
-    from rich.markup import escape
-
-    return escape(strip_controls(text))
-
-
 def _warn(lines: list[str]) -> None:
-    for line in lines:
-        click.echo(f"goodput: warning: {strip_controls(line)}", err=True)
+    for text in lines:
+        click.echo(f"goodput: warning: {line(text)}", err=True)
 
 
 def load_one(path: Path, rel_path: str | None = None, node_hint: str | None = None) -> Trace:
@@ -149,7 +142,7 @@ def _families_table(rk: RankBreakdown, top: int) -> Table:
         t.add_column(col, justify="left" if col in ("family", "kind") else "right",
                      no_wrap=col != "family")
     for f in rk.kernel_families[:top]:
-        t.add_row(_safe(f.family), f.kind, str(f.calls), _ms(f.total_us),
+        t.add_row(markup(f.family), f.kind, str(f.calls), _ms(f.total_us),
                   _ms(f.total_us / steps), f"{f.mean_us:.1f}")
     return t
 
@@ -171,14 +164,14 @@ def summary(trace_file: Path, as_json: bool, top: int) -> None:
     _warn(tr.warnings)
     rk = rank_breakdown(tr)
     if as_json:
-        click.echo(rk.model_dump_json(indent=2))
+        click.echo(json_text(rk.model_dump_json(indent=2)))
         return
 
     from goodput_agent.render import TerminalConsole
 
     console = TerminalConsole()
     median = f"median step {_ms(rk.median_step_us)} ms" if rk.steps else "no steps"
-    console.print(f"[bold]{_safe(rk.path)}[/] · {_safe(_who(rk))} · {len(rk.steps)} steps · "
+    console.print(f"[bold]{markup(rk.path)}[/] · {markup(_who(rk))} · {len(rk.steps)} steps · "
                   f"{median}")
     console.print(_steps_table(rk))
     console.print(_families_table(rk, top))
@@ -225,7 +218,7 @@ def _render_diff(b: Breakdown, verdict: SlowdownVerdict, top: int, console: Cons
         rows = {label: rk for label, rk in group}
         for label, rk in group:
             m = rk.median_step
-            t.add_row(_safe(rank_label(rk)), label, _ms(rk.median_step_us),
+            t.add_row(markup(rank_label(rk)), label, _ms(rk.median_step_us),
                       *(_ms(getattr(m, p)) if m else "—" for p in PARTS))
         old, new = rows.get("baseline"), rows.get("incident")
         if old and new and old.median_step and new.median_step:
@@ -239,15 +232,15 @@ def _render_diff(b: Breakdown, verdict: SlowdownVerdict, top: int, console: Cons
             k.add_column(col, justify="left" if col in ("family", "kind") else "right",
                          no_wrap=col != "family")
         for c in verdict.kernel_changes[:top]:
-            k.add_row(_safe(c.family), c.kind, str(c.calls), f"{c.baseline_mean_us:.1f}",
+            k.add_row(markup(c.family), c.kind, str(c.calls), f"{c.baseline_mean_us:.1f}",
                       f"{c.incident_mean_us:.1f}", f"×{c.ratio:.2f}")
         console.print(k)
     where = ", ".join(x for x in (f"rank {verdict.rank}" if verdict.rank is not None else "",
                                   f"node {verdict.node}" if verdict.node else "") if x)
     console.print(f"[bold]verdict: {verdict.category}[/] (confidence {verdict.confidence:.2f})"
-                  + (f" · {_safe(where)}" if where else "") + f" — {_safe(verdict.summary)}")
+                  + (f" · {markup(where)}" if where else "") + f" — {markup(verdict.summary)}")
     for u in verdict.unknowns:
-        console.print(f"[dim]unknown: {_safe(u)}[/]")
+        console.print(f"[dim]unknown: {markup(u)}[/]")
 
 
 def _delta(old: float, new: float) -> str:
@@ -300,4 +293,4 @@ def timeline(trace_file: Path, output: Path | None, step_number: int | None) -> 
         written = draw_step_timeline(tr, step, breakdown, out)
     except OSError as exc:
         raise BadInput(f"{out}: cannot write ({exc.strerror or exc})") from None
-    click.echo(f"step {step.number} ({_ms(step.dur)} ms) drawn: {written.resolve()}")
+    click.echo(line(f"step {step.number} ({_ms(step.dur)} ms) drawn: {written.resolve()}"))

@@ -18,11 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from goodput_agent.errors import BadInput
 
 SCHEMA_VERSION = 1
+# an investigation with no conclusion row: the run stopped (killed, crashed) before recording
+# one. A run still going holds the file for writing, so `goodput ledger` cannot open the file
+# until it ends (the web pages, which read a snapshot then, say "not concluded" instead).
+CONCLUDED, INTERRUPTED = "concluded", "interrupted"
 
 _DDL = """
 CREATE SEQUENCE IF NOT EXISTS row_ids START 1;
@@ -205,8 +209,10 @@ class Ledger:
 
     def investigations(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.rows(
-            "SELECT i.id, i.created_at, i.kind, i.question, i.target, i.planner, c.category, "
-            "c.confidence, c.exit_code FROM investigations i LEFT JOIN conclusions c "
+            "SELECT i.id, i.created_at, i.kind, i.question, i.target, i.planner, "
+            f"CASE WHEN c.investigation_id IS NULL THEN '{INTERRUPTED}' ELSE '{CONCLUDED}' END "
+            "AS status, c.category, c.confidence, c.exit_code "
+            "FROM investigations i LEFT JOIN conclusions c "
             "ON c.investigation_id = i.id ORDER BY i.created_at DESC LIMIT ?", [limit])
 
     def investigation(self, inv_id: str) -> InvestigationRecord | None:
@@ -239,6 +245,11 @@ class InvestigationRecord(BaseModel):
     actions: list[dict[str, Any]]
     action_events: list[dict[str, Any]] = []  # approvals, refusals, executions, verifications
     conclusion: dict[str, Any] | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def status(self) -> str:
+        return INTERRUPTED if self.conclusion is None else CONCLUDED
 
 
 @contextmanager

@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.tree import Tree
 
 from goodput_agent.ledger import InvestigationRecord
+from goodput_agent.untrusted import markup
 
 _STYLE = {"approval": "green", "rejection": "red", "refusal": "red", "execution": "bold",
           "execution_started": "dim", "verification": "cyan"}
@@ -56,20 +56,22 @@ def render_action_chain(rec: InvestigationRecord, console: Console) -> None:
                 "verification[/]")
     for a in rec.actions:
         status = action_status_of([{**e, "detail_json": None} for e in events], a["id"])
-        node = root.add(f"action #{a['id']} [bold]{a['tool']}[/] {escape(a['args_json'])} — "
-                        f"{status}{' (mutating)' if a['mutating'] else ''}")
+        node = root.add(f"action #{a['id']} [bold]{markup(a['tool'])}[/] "
+                        f"{markup(a['args_json'])} — {markup(status)}"
+                        f"{' (mutating)' if a['mutating'] else ''}")
         for cid in json.loads(a["claim_ids"] or "[]"):
             c = claims.get(cid)
             if c is None:
                 continue
-            cl = node.add(f"claim #{cid} {c['category']} {c['confidence']:.2f}: "
-                          f"{escape(str(c['statement'])[:160])}")
+            cl = node.add(f"claim #{cid} {markup(c['category'])} {c['confidence']:.2f}: "
+                          f"{markup(str(c['statement'])[:160])}")
             for eid in json.loads(c["supporting"] or "[]")[:5]:
                 ev = evidence.get(eid)
                 if ev:
-                    cl.add(f"[dim]evidence #{eid} {escape(ev['locator'])} {ev['digest']}[/]")
+                    cl.add(f"[dim]evidence #{eid} {markup(ev['locator'])} "
+                           f"{markup(ev['digest'])}[/]")
         if a["rationale"]:
-            node.add(f"proposal: {escape(a['rationale'])}")
+            node.add(f"proposal: {markup(a['rationale'])}")
         for e in (e for e in rec.action_events if e["action_id"] == a["id"]):
-            node.add(f"[{_STYLE.get(e['kind'], '')}]{escape(_event_text(e))}[/]")
+            node.add(f"[{_STYLE.get(e['kind'], '')}]{markup(_event_text(e))}[/]")
     console.print(root)

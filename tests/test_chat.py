@@ -81,3 +81,30 @@ def test_resume_drops_an_unanswered_tool_use() -> None:
                {"role": "user", "content": "q2"},
                {"role": "assistant", "content": [tool_use("log_activity", {})]}]
     assert resumable(history) == history[:3]
+
+
+def test_chat_shows_model_and_bundle_text_with_visible_escapes(tmp_path: Path,
+                                                                demo_bundle: Path) -> None:
+    """Streamed words, a tool call's name and arguments, and /evidence text: nothing the model
+    or the bundle says reaches the terminal as an escape sequence or as rich markup."""
+    import io
+
+    from goodput_agent.chat import run_chat
+    from tests.terminal_text import raw_controls
+
+    hostile = "\x1b]0;pwned\x07 \x9b2J \u202e [link=http://x]click[/link]"
+    script = [FixtureReply([text(f"the log says {hostile}"),
+                            tool_use("log_activity", {"pattern": hostile})]),
+              FixtureReply([text("done")])]
+    out = io.StringIO()
+    with scripted_messages_api(script) as api, open_bundle(demo_bundle) as b, \
+            Ledger(tmp_path / "l.duckdb") as lg:
+        inv = lg.start_investigation("chat", "failure", str(demo_bundle), "claude-chat", "0")
+        ev = lg.record_evidence(inv, None, "kern.log", "kern.log:1", f"Xid 79 {hostile}", None)
+        session = ChatSession(settings_for(api.url), lg, inv, ToolContext(bundle=b), "failure")
+        run_chat(session, stdin=io.StringIO(f"why?\n/evidence {ev}\n/quit\n"), out=out)
+    shown = out.getvalue()
+    assert not raw_controls(shown)
+    assert "the log says \\x1b]0;pwned\\x07 \\x9b2J \\u202e [link=http://x]click[/link]" in shown
+    assert '-> log_activity {"pattern":"\\u001b]0;pwned' in shown  # the tool line, as JSON
+    assert "Xid 79 \\x1b]0;pwned" in shown  # /evidence: the ledger's excerpt

@@ -30,7 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from goodput_agent import __version__
+from goodput_agent import __version__, untrusted
 from goodput_agent.approval import store
 from goodput_agent.approval.gate import (
     GateRefused,
@@ -136,6 +136,8 @@ def _when(v: object) -> str:
 def create_app(config: ServeConfig) -> Starlette:
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["when"] = _when
+    # every printed value: control characters from bundles shown (autoescape escapes HTML)
+    templates.env.finalize = untrusted.html
     templates.env.globals["version"] = __version__
     lock = threading.RLock()  # one ledger connection at a time in this process
     chatting = threading.Event()  # a chat holds the ledger for writing: pages read snapshots
