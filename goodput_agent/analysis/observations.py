@@ -21,6 +21,7 @@ class Activity(BaseModel):
     rank: int | None
     first: datetime | None
     last: datetime | None
+    format: str | None = None  # "job_log" | "kernel_log": only a job log shows the job working
 
 
 class Observations(BaseModel):

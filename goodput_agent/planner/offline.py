@@ -99,7 +99,7 @@ def observations(outputs: dict[str, object]) -> Observations:
     activity = outputs.get("log_activity")
     for a in getattr(activity, "files", []) or []:
         obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
-                                     last=a.last))
+                                     last=a.last, format=a.format or None))
     return obs
 
 
