@@ -133,6 +133,10 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
             continue  # a kernel log shows the node alive, not the job working
         node = names.canon(a.node or (obs.rank_hosts.get(a.rank) if a.rank is not None
                                       else None))
+        if a.last_progress:
+            step = f" (step {a.last_step})" if a.last_step is not None else ""
+            marks.append(Progress(at=a.last_progress, node=node, rank=a.rank,
+                                  what=f"{a.path} logs training progress{step}"))
         if a.first and not _part_of_failure(a.first, failing.get(a.path, [])):
             marks.append(Progress(at=a.first, node=node, rank=a.rank,
                                   what=f"{a.path} starts"))

@@ -22,6 +22,8 @@ class Activity(BaseModel):
     first: datetime | None
     last: datetime | None
     format: str | None = None  # "job_log" | "kernel_log": only a job log shows the job working
+    last_progress: datetime | None = None  # the last step/iteration/loss line of a job log
+    last_step: int | None = None
 
 
 class Observations(BaseModel):

@@ -99,7 +99,8 @@ def observations(outputs: dict[str, object]) -> Observations:
     activity = outputs.get("log_activity")
     for a in getattr(activity, "files", []) or []:
         obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
-                                     last=a.last, format=a.format or None))
+                                     last=a.last, format=a.format or None,
+                                     last_progress=a.last_progress, last_step=a.last_step))
     return obs
 
 
