@@ -54,6 +54,7 @@ class Progress(BaseModel):
     node: str | None
     rank: int | None
     what: str
+    path: str | None = None
 
 
 def watchdog_timeout(events: list[Event]) -> timedelta | None:
@@ -135,14 +136,14 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
                                       else None))
         if a.last_progress:
             step = f" (step {a.last_step})" if a.last_step is not None else ""
-            marks.append(Progress(at=a.last_progress, node=node, rank=a.rank,
+            marks.append(Progress(at=a.last_progress, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} logs training progress{step}"))
         if a.first and not _part_of_failure(a.first, failing.get(a.path, [])):
-            marks.append(Progress(at=a.first, node=node, rank=a.rank,
+            marks.append(Progress(at=a.first, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} starts"))
         # the last line shows work only when it is not itself part of the failure
         if a.last and not _part_of_failure(a.last, failing.get(a.path, [])):
-            marks.append(Progress(at=a.last, node=node, rank=a.rank,
+            marks.append(Progress(at=a.last, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} goes on logging"))
     for e in events:
         start = e.detail.get("start")
@@ -164,8 +165,13 @@ def _part_of_failure(at: datetime, failing: list[datetime]) -> bool:
 def progress_after(e: Event, at: datetime, marks: list[Progress],
                    whole_job: bool) -> Progress | None:
     """A sign of work after the event by its own rank or node, or (when the event is long
-    before the cascade) by the job, whose collectives need every rank."""
+    before the cascade) by the job, whose collectives need every rank. A carried time (a
+    traceback that took the previous line's time) is only a lower bound: only a later line of
+    the same file is surely after it."""
     later = [m for m in marks if m.at > at + PROGRESS_SLACK]
+    if e.clock == Clock.carried:
+        later = [m for m in later if m.path == e.locator.path]
+        whole_job = True
     own = [m for m in later if (e.rank is not None and m.rank == e.rank)
            or (e.node is not None and m.node == e.node)]
     pool = own or (later if whole_job else [])
@@ -191,11 +197,11 @@ def decisive_end_state(events: list[Event], obs: Observations) -> tuple[str, Eve
 
 
 def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Observations,
-                           names: NodeNames) -> tuple[list[Candidate], list[Alternative]]:
+                           names: NodeNames, cascade: Cascade
+                           ) -> tuple[list[Candidate], list[Alternative]]:
     """Candidates long before the cascade, after which the job went on working, are
     pre-existing conditions: context and node health, never the verdict. With a dated stall
     the collectives themselves show the job working until the onset."""
-    cascade = find_cascade(events, obs)
     marks = progress_marks(events, obs, names)
     kept: list[Candidate] = []
     aside: list[Alternative] = []
@@ -205,7 +211,8 @@ def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Obs
             continue
         assert c.at is not None and cascade.onset is not None
         went_on = progress_after(c.event, c.at, marks, whole_job=True)
-        if went_on is None and not cascade.exact:
+        firm = c.event.clock != Clock.carried
+        if went_on is None and not (cascade.exact and firm):
             kept.append(c)  # its rank or node may have stopped there: the job hung on it
             continue
         shown = (f"{went_on.what} at {fmt(went_on.at)}" if went_on
@@ -218,6 +225,23 @@ def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Obs
                      f"{hours:.1f} h before the failure began ({fmt(cascade.onset)}, dated by "
                      f"{cascade.how}) and the job went on working after it ({shown})")))
     return kept, _one_per_place(aside)
+
+
+def causal_doubts(best: Candidate, events: list[Event], obs: Observations,
+                  cascade: Cascade) -> list[str]:
+    """Why a verdict may not be the cause, however decisive its line: the scheduler ended the
+    job for another reason, or nothing places the event next to the failure it would explain."""
+    doubts = []
+    ended = decisive_end_state(events, obs)
+    if ended and ended[0] != best.category and best.event.kind not in SCHEDULER_KINDS:
+        state = str(ended[1].detail.get("state", "")).upper()
+        doubts.append(f"the scheduler ended the job as {state} ({ended[0]}), which "
+                      f"{best.event.summary} does not explain")
+    if cascade.distant(best.at) and best.event.clock != Clock.carried:
+        doubts.append(f"{best.event.summary} at {fmt(best.at)} is long before the failure began "
+                      f"({fmt(cascade.onset)}, dated by {cascade.how}); nothing shows it stopped "
+                      "the job")
+    return doubts
 
 
 def _one_per_place(alts: list[Alternative]) -> list[Alternative]:

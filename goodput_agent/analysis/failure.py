@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goodput_agent.analysis.causal import set_aside_pre_existing
+from goodput_agent.analysis.causal import (
+    Cascade,
+    causal_doubts,
+    find_cascade,
+    set_aside_pre_existing,
+)
 from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
+    CONTESTED_CONFIDENCE,
     FAILURE_CATEGORIES,
     GENERIC_STATE_CONFIDENCE,
     JOB_LEVEL,
@@ -380,7 +386,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
     notes = clock_notes(obs, events)
     unknowns: list[str] = []
     cands = _candidates(events, obs, names, notes)
-    cands, pre_existing = set_aside_pre_existing(cands, events, obs, names)
+    cascade = find_cascade(events, obs)
+    cands, pre_existing = set_aside_pre_existing(cands, events, obs, names, cascade)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
     if _job_succeeded(events, obs):
         seen = [c.event for c in cands]
@@ -396,7 +403,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
         best = _before_the_stall(best, cands, events, unknowns)
-        verdict = _from_candidate(best, cands, events, obs, unknowns, names)
+        verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
     else:
         verdict = _hang_or_unknown(events, obs, unknowns, hang, names)
     verdict.alternatives += [a for a in pre_existing
@@ -409,7 +416,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
 
 
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
-                    obs: Observations, unknowns: list[str], names: NodeNames) -> FailureVerdict:
+                    obs: Observations, unknowns: list[str], names: NodeNames,
+                    cascade: Cascade) -> FailureVerdict:
     if best.category == "network_fault":
         best = _locate_link_fault(best, cands, events, obs, names)
     e = best.event
@@ -420,6 +428,10 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     rank = _culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
+    doubts = causal_doubts(best, events, obs, cascade)
+    if doubts:  # a wrong answer said with confidence costs more trust than a hedged one
+        conf = min(conf, CONTESTED_CONFIDENCE)
+        unknowns.extend(doubts)
     if _generic_state(e):
         conf = min(conf, GENERIC_STATE_CONFIDENCE)
         unknowns.append("only the scheduler's exit status says the application failed; no log "

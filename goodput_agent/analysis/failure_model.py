@@ -19,6 +19,7 @@ STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oo
 BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
                    "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
                    "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+CONTESTED_CONFIDENCE = 0.45  # the scheduler's state or the cascade's timing speaks against it
 GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
 SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
                    EventKind.time_limit, EventKind.node_fail)
