@@ -27,10 +27,15 @@ LEAD_MARGIN = timedelta(minutes=5)
 # Ranks that lose a peer still print their own lines for a short while before they block.
 PROGRESS_SLACK = timedelta(minutes=5)
 BURST_WINDOW = timedelta(minutes=5)
+# A step logged this long after an event finished after it (logging trails the step a little).
+STEP_SLACK = timedelta(seconds=60)
 # Symptoms that date a cascade: ranks losing their peers, the launcher tearing the job down.
 CASCADE_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
                  EventKind.ib_error, EventKind.exit_status)
+# A node's state as a controller reports it (Kubernetes NotReady, Slurm not responding): the
+# node may work on for minutes before the controller acts on it.
+CONTROLLER_STATES = (EventKind.node_not_ready, EventKind.node_fail)
 # The scheduler's own word on why it ended the job outweighs an earlier log line.
 DECISIVE_END_STATES = {"TIMEOUT": "time_limit", "PREEMPTED": "preempted",
                        "NODE_FAIL": "node_failure", "OUT_OF_MEMORY": "host_oom"}
@@ -55,6 +60,7 @@ class Progress(BaseModel):
     rank: int | None
     what: str
     path: str | None = None
+    completed: bool = False  # a finished training step: every rank's collectives completed
 
 
 def watchdog_timeout(events: list[Event]) -> timedelta | None:
@@ -137,7 +143,8 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
         if a.last_progress:
             step = f" (step {a.last_step})" if a.last_step is not None else ""
             marks.append(Progress(at=a.last_progress, node=node, rank=a.rank, path=a.path,
-                                  what=f"{a.path} logs training progress{step}"))
+                                  what=f"{a.path} logs training progress{step}",
+                                  completed=True))
         if a.first and not _part_of_failure(a.first, failing.get(a.path, [])):
             marks.append(Progress(at=a.first, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} starts"))
@@ -163,18 +170,16 @@ def _part_of_failure(at: datetime, failing: list[datetime]) -> bool:
 
 
 def progress_after(e: Event, at: datetime, marks: list[Progress],
-                   whole_job: bool) -> Progress | None:
-    """A sign of work after the event by its own rank or node, or (when the event is long
-    before the cascade) by the job, whose collectives need every rank. A carried time (a
-    traceback that took the previous line's time) is only a lower bound: only a later line of
-    the same file is surely after it."""
-    later = [m for m in marks if m.at > at + PROGRESS_SLACK]
+                   slack: timedelta) -> Progress | None:
+    """A sign of work after the event: its own rank's or node's first, else the job's, whose
+    collectives need every rank. A carried time (a traceback that took the previous line's
+    time) is only a lower bound: only a later line of the same file is surely after it."""
+    later = [m for m in marks if m.at > at + slack]
     if e.clock == Clock.carried:
         later = [m for m in later if m.path == e.locator.path]
-        whole_job = True
     own = [m for m in later if (e.rank is not None and m.rank == e.rank)
            or (e.node is not None and m.node == e.node)]
-    pool = own or (later if whole_job else [])
+    pool = own or later
     return min(pool, key=lambda m: m.at) if pool else None
 
 
@@ -199,32 +204,52 @@ def decisive_end_state(events: list[Event], obs: Observations) -> tuple[str, Eve
 def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Observations,
                            names: NodeNames, cascade: Cascade
                            ) -> tuple[list[Candidate], list[Alternative]]:
-    """Candidates long before the cascade, after which the job went on working, are
-    pre-existing conditions: context and node health, never the verdict. With a dated stall
-    the collectives themselves show the job working until the onset."""
+    """Candidates the job went on working after are pre-existing conditions: context and node
+    health, never the verdict. Long before the cascade any sign of work counts (with a dated
+    stall the collectives themselves show the job working until the onset); close to it, only
+    a completed training step does (peers print a few lines before they block)."""
     marks = progress_marks(events, obs, names)
+    steps = [m for m in marks if m.completed]
+    step_slack = max(STEP_SLACK, timedelta(seconds=obs.clock.skew_tolerance_s))
     kept: list[Candidate] = []
     aside: list[Alternative] = []
     for c in cands:
-        if c.event.kind in SCHEDULER_KINDS or not cascade.distant(c.at):
+        if c.event.kind in SCHEDULER_KINDS or c.at is None or c.event.clock == Clock.none:
             kept.append(c)
             continue
-        assert c.at is not None and cascade.onset is not None
-        went_on = progress_after(c.event, c.at, marks, whole_job=True)
         firm = c.event.clock != Clock.carried
-        if went_on is None and not (cascade.exact and firm):
-            kept.append(c)  # its rank or node may have stopped there: the job hung on it
+        if cascade.distant(c.at):
+            went_on = progress_after(c.event, c.at, marks, PROGRESS_SLACK)
+            if went_on is None and not (cascade.exact and firm):
+                kept.append(c)  # its rank or node may have stopped there: the job hung on it
+                continue
+        elif c.event.kind in CONTROLLER_STATES:
+            kept.append(c)  # a controller's view of a node: its effect (eviction) comes later
             continue
-        shown = (f"{went_on.what} at {fmt(went_on.at)}" if went_on
-                 else f"its collectives progressed until {fmt(cascade.onset)}")
-        hours = (cascade.onset - c.at).total_seconds() / 3600
-        aside.append(Alternative(
-            category=c.category, node=c.event.node, rank=c.event.rank, confidence=0.05,
-            evidence=[c.event],
-            why_not=(f"a pre-existing condition: {c.event.summary} at {fmt(c.at)} came "
-                     f"{hours:.1f} h before the failure began ({fmt(cascade.onset)}, dated by "
-                     f"{cascade.how}) and the job went on working after it ({shown})")))
+        else:
+            went_on = progress_after(c.event, c.at, steps, step_slack)
+            if went_on is None:
+                kept.append(c)
+                continue
+        aside.append(_pre_existing(c, cascade, went_on))
     return kept, _one_per_place(aside)
+
+
+def _pre_existing(c: Candidate, cascade: Cascade, went_on: Progress | None) -> Alternative:
+    assert c.at is not None
+    shown = (f"{went_on.what} at {fmt(went_on.at)}" if went_on
+             else f"its collectives progressed until {fmt(cascade.onset)}")
+    before = ""
+    if cascade.onset and cascade.onset > c.at:
+        minutes = (cascade.onset - c.at).total_seconds() / 60
+        span = f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
+        before = (f" came {span} before the failure began ({fmt(cascade.onset)}, dated by "
+                  f"{cascade.how}) and")
+    return Alternative(
+        category=c.category, node=c.event.node, rank=c.event.rank, confidence=0.05,
+        evidence=[c.event],
+        why_not=(f"a pre-existing condition: {c.event.summary} at {fmt(c.at)}{before} the job "
+                 f"went on working after it ({shown}), so it did not stop the job"))
 
 
 def causal_doubts(best: Candidate, events: list[Event], obs: Observations,
