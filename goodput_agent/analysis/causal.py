@@ -94,12 +94,18 @@ def symptom_burst(events: list[Event]) -> datetime | None:
     return timed[0].ts if len(timed) == 1 else None
 
 
+def job_rows(events: list[Event]) -> list[Event]:
+    """The scheduler's rows for the job itself (not its steps), whatever state they report."""
+    return [e for e in events if e.kind in SCHEDULER_KINDS and e.kind != EventKind.step_state
+            and "state" in e.detail and not e.detail.get("step")]
+
+
 def job_end(events: list[Event], obs: Observations) -> datetime | None:
     """When the scheduler ended the job (its own row, not a step), else the job logs' end."""
     ends = []
-    for e in events:
+    for e in job_rows(events):
         end = e.detail.get("end")
-        if e.kind == EventKind.job_state and not e.detail.get("step") and isinstance(end, str):
+        if isinstance(end, str):
             try:
                 ts = datetime.fromisoformat(end)
             except ValueError:
@@ -152,9 +158,9 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
         if a.last and not _part_of_failure(a.last, failing.get(a.path, [])):
             marks.append(Progress(at=a.last, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} goes on logging"))
-    for e in events:
+    for e in job_rows(events):
         start = e.detail.get("start")
-        if e.kind == EventKind.job_state and not e.detail.get("step") and isinstance(start, str):
+        if isinstance(start, str):
             try:
                 ts = datetime.fromisoformat(start)
             except ValueError:
@@ -186,7 +192,7 @@ def progress_after(e: Event, at: datetime, marks: list[Progress],
 def decisive_end_state(events: list[Event], obs: Observations) -> tuple[str, Event] | None:
     """The scheduler's own reason for ending the job (TIMEOUT, PREEMPTED, NODE_FAIL,
     OUT_OF_MEMORY), from the job's last run; a generic FAILED says nothing specific."""
-    rows = [e for e in events if e.kind == EventKind.job_state and not e.detail.get("step")]
+    rows = job_rows(events)
     if obs.latest_run_start:
         rows = [e for e in rows if str(e.detail.get("start") or "") >= obs.latest_run_start]
     if obs.job_id:
