@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from goodput_agent.analysis.attribution import culprit_rank, date_by_exit, locate_link_fault
 from goodput_agent.analysis.causal import (
     Cascade,
     causal_doubts,
@@ -228,103 +229,6 @@ def names_for(obs: Observations) -> NodeNames:
     return NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
 
 
-def host_of_ip(obs: Observations) -> dict[str, str]:
-    ips: dict[str, str] = {}
-    for facts in obs.facts.values():
-        for host, addrs in (facts.get("host_ips") or {}).items():
-            for ip in addrs:
-                ips.setdefault(ip, host)
-    for alias, node in obs.host_aliases.items():
-        if alias.replace(".", "").isdigit():
-            ips.setdefault(alias, node)
-    return ips
-
-
-def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Event],
-                       obs: Observations, names: NodeNames) -> Candidate:
-    """A link fault is where the link is, not where the error was printed: a NIC/port fault in
-    a node's kernel log wins; else the peer that the most reporters name."""
-    # a fault of the node's own port: a kernel link-down, or a NIC error naming no peer
-    links = [c for c in cands if c.category == "network_fault" and c.event.node and (
-        (c.event.kind == EventKind.link_down and c.event.rank is None)
-        or (c.event.kind == EventKind.ib_error and not c.event.detail.get("peer")))]
-    if links:
-        return min(links, key=lambda c: (c.at is None, c.at or best.at or datetime.max))
-    ips = host_of_ip(obs)
-    votes: dict[str, set[str]] = {}
-    for e in events:
-        peer = str(e.detail.get("peer") or "").split("<")[0].strip("[]")
-        if e.kind in (EventKind.ib_error, EventKind.nccl_error) and peer \
-                and e.category == "network_fault":
-            node = names.canon(ips.get(peer) or (peer if not peer[0].isdigit() else None))
-            if node:
-                votes.setdefault(node, set()).add(e.node or str(e.rank))
-    if not votes:
-        return best
-    peer_node, reporters = max(votes.items(), key=lambda kv: len(kv[1]))
-    lost = [c for c in cands if c.event.node == peer_node
-            and c.category in ("node_failure", "gpu_hardware", "host_oom")]
-    if lost:  # the peer went away (lost node, dead GPU): the IB errors are its symptoms
-        return min(lost, key=lambda c: -c.strength)
-    if len(reporters) < 2 or peer_node == best.event.node:
-        return best
-    note = (f"{len(reporters)} nodes' NCCL NET/IB errors name {peer_node} as the peer; "
-            f"{best.event.node or 'the first reporter'} only reported it")
-    moved = best.event.model_copy(update={"node": peer_node, "rank": None, "gpu": None})
-    return best.model_copy(update={"event": moved, "note": note})
-
-
-def _culprit_rank(primary: Event, events: list[Event], obs: Observations,
-                  names: NodeNames) -> int | None:
-    if primary.rank is not None:
-        return primary.rank
-    if primary.node is None:
-        return None
-    # 1. the rank that failed on that very GPU (its own error is the most direct evidence)
-    if primary.gpu:
-        on_gpu = [e for e in events if e.node == primary.node and e.gpu == primary.gpu
-                  and e.rank is not None and e.role == Role.primary]
-        if on_gpu:
-            return on_gpu[0].rank
-    # 2. the rank whose process the kernel named (OOM kill, Xid pid) — NCCL lines give pids
-    pid = primary.detail.get("pid")
-    if pid is not None:
-        for facts in obs.facts.values():
-            for key, rank in (facts.get("rank_pids") or {}).items():
-                host, _, p = key.rpartition(":")
-                if p == str(pid) and names.canon(host) == primary.node:
-                    return int(rank)
-        for e in events:
-            if e.node == primary.node and e.rank is not None \
-                    and str(e.detail.get("pid")) == str(pid):
-                return e.rank
-    # 3. the rank NCCL placed on that GPU of that node
-    if primary.gpu:
-        placed = sorted(r for r, g in obs.rank_gpus.items()
-                        if g == primary.gpu and names.canon(obs.rank_hosts.get(r)) == primary.node)
-        if len(placed) == 1:
-            return placed[0]
-    # a rank whose host no log names, with a weak CUDA error: the one GPU fault is its cause
-    orphans = {e.rank for e in events if e.kind == EventKind.cuda_error and e.node is None
-               and e.rank is not None and e.role == Role.primary}
-    if len(orphans) == 1 and primary.category == "gpu_hardware":
-        return orphans.pop()
-    # the first rank on that node to fail after it (a carried time is only a lower bound)
-    after = [e for e in events if e.node == primary.node and e.rank is not None
-             and e.role in (Role.primary, Role.symptom)
-             and (primary.ts is None or e.ts is None or e.clock == Clock.carried
-                  or e.ts >= primary.ts - timedelta(seconds=5))]
-    own = [e for e in after if e.role == Role.primary]
-    if own:  # the rank's own error comes before its peers' symptoms
-        return sorted(own, key=Event.sort_key)[0].rank
-    if after and primary.category == "gpu_hardware" and primary.kind != EventKind.link_down:
-        # a dead GPU's own rank is usually the first on the node to lose its collectives;
-        # a NIC or an OOM kill names no rank this way
-        return sorted(after, key=Event.sort_key)[0].rank
-    on_node = sorted(r for r, h in obs.rank_hosts.items() if h == primary.node)
-    return on_node[0] if len(on_node) == 1 else None
-
-
 def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
                 unknowns: list[str], support: list[Event]) -> float:
     e = best.event
@@ -385,7 +289,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     events, names = normalize(obs)
     notes = clock_notes(obs, events)
     unknowns: list[str] = []
-    cands = _candidates(events, obs, names, notes)
+    cands = date_by_exit(_candidates(events, obs, names, notes), events)
     cascade = find_cascade(events, obs)
     cands, pre_existing = set_aside_pre_existing(cands, events, obs, names, cascade)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
@@ -419,13 +323,13 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
                     obs: Observations, unknowns: list[str], names: NodeNames,
                     cascade: Cascade) -> FailureVerdict:
     if best.category == "network_fault":
-        best = _locate_link_fault(best, cands, events, obs, names)
+        best = locate_link_fault(best, cands, events, obs, names)
     e = best.event
     if best.category in JOB_LEVEL and not e.detail.get("pod"):
         # the scheduler ended the whole job: no node or rank is at fault (a preempted
         # Kubernetes pod, though, was on one node)
         e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
-    rank = _culprit_rank(e, events, obs, names)
+    rank = culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
     doubts = causal_doubts(best, events, obs, cascade)
