@@ -17,6 +17,7 @@ from goodput_agent.analysis.causal import (
     causal_doubts,
     find_cascade,
     set_aside_pre_existing,
+    stall_starts,
 )
 from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
@@ -132,21 +133,12 @@ STALL_SLACK = timedelta(minutes=2)
 CARRIED_SLACK = timedelta(minutes=5)  # a collective may start a little before its peer dies
 
 
-def stall_onset(events: list[Event]) -> datetime | None:
-    """When the collectives stopped progressing: a watchdog timeout minus how long it ran."""
-    onsets = []
-    for e in events:
-        ran = e.detail.get("ran_ms") or e.detail.get("timeout_ms")
-        if e.kind == EventKind.nccl_watchdog_timeout and e.ts and isinstance(ran, int | float):
-            onsets.append(e.ts - timedelta(milliseconds=float(ran)))
-    return min(onsets) if onsets else None
-
-
 def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Event],
                       unknowns: list[str]) -> Candidate:
     """A failure placed after the collectives had already stalled cannot have caused the
     stall; an unplaced candidate may have, and is preferred."""
-    onset = stall_onset(events)
+    starts = [at for _, at in stall_starts(events)]
+    onset = min(starts) if starts else None
     if onset is None or best.at is None or best.at <= onset + STALL_SLACK:
         return best
     untimed = [c for c in cands if c.at is None and c.category != best.category]
@@ -289,9 +281,11 @@ def diagnose(obs: Observations) -> FailureVerdict:
     events, names = normalize(obs)
     notes = clock_notes(obs, events)
     unknowns: list[str] = []
-    cands = date_by_exit(_candidates(events, obs, names, notes), events)
+    cands = _candidates(events, obs, names, notes)
     cascade = find_cascade(events, obs)
+    # set aside first: a carried time with a later line of its own file is the tighter bound
     cands, pre_existing = set_aside_pre_existing(cands, events, obs, names, cascade)
+    cands = date_by_exit(cands, events)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
     if _job_succeeded(events, obs):
         seen = [c.event for c in cands]
