@@ -301,7 +301,21 @@ def diagnose(obs: Observations) -> FailureVerdict:
     if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
         best = _before_the_stall(best, cands, events, unknowns)
-        verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
+        stuck = _stuck_elsewhere(best, cascade, events, obs, names)
+        # the stuck rank's node may show why it stopped (its own fault, however late it printed)
+        there = [c for c in cands if stuck and c.event.node == stuck[1]]
+        if stuck and not there:
+            verdict = _hang_or_unknown(events, obs, unknowns, stuck[0], names)
+            verdict.alternatives.append(_after_the_stall(best, cascade))
+        elif there:
+            late = best
+            best = _pick_first(there, tolerance)
+            verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
+            verdict.alternatives = [_after_the_stall(late, cascade)] + [
+                a for a in verdict.alternatives if (a.category, a.node) != (late.category,
+                                                                          late.event.node)]
+        else:
+            verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
     else:
         verdict = _hang_or_unknown(events, obs, unknowns, hang, names)
     verdict.alternatives += [a for a in pre_existing
@@ -311,6 +325,31 @@ def diagnose(obs: Observations) -> FailureVerdict:
     _note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
     return verdict
+
+
+def _stuck_elsewhere(best: Candidate, cascade: Cascade, events: list[Event],
+                     obs: Observations, names: NodeNames
+                     ) -> tuple[HangFinding, str] | None:
+    """A failure placed after the collectives had stalled cannot have started the stall;
+    when the ranks' progress singles out a stuck rank on another node, that rank is the story."""
+    if not cascade.exact or cascade.onset is None or best.at is None \
+            or best.event.clock in (Clock.carried, Clock.none) \
+            or best.at <= cascade.onset + STALL_SLACK:
+        return None
+    hang = _hang(events, obs)
+    if hang is None or hang.strength < 0.6:
+        return None
+    node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
+    return (hang, node) if node and node != best.event.node else None
+
+
+def _after_the_stall(best: Candidate, cascade: Cascade) -> Alternative:
+    e = best.event
+    return Alternative(
+        category=best.category, node=e.node, rank=e.rank, confidence=0.1, evidence=[e],
+        why_not=(f"{e.summary} on {_where(e.node, e.rank)} at {_fmt(best.at)} came after the "
+                 f"collectives had stalled ({_fmt(cascade.onset)}, dated by {cascade.how}): it "
+                 "cannot have started the stall"))
 
 
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],

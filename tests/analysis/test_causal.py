@@ -127,3 +127,26 @@ def test_a_verdict_the_schedulers_timeout_contradicts_stays_below_half(tmp_path:
     assert verdict(report)[:2] == ("gpu_hardware", "nid00022")
     assert report.root_cause.confidence < 0.5
     assert any("TIMEOUT" in u for u in report.unknowns)
+
+
+def test_an_xid_after_the_collectives_stalled_does_not_replace_the_hang(tmp_path: Path) -> None:
+    # the watchdogs date the stuck collective at 02:09:35; an Xid three minutes later on
+    # another node cannot have started it, and the ranks' progress names the stuck rank
+    node = "aks-ndh100-98754588-vmss000000"
+    bundle = copy_bundle(CASES / "c34-hang-k8s-stuck-worker", tmp_path)
+    prepend(bundle / "nodes" / node / "kern.log",
+            XID13.format(stamp="2024-09-24T02:12:35+0000", node=node))
+    report = investigate(bundle, tmp_path)
+    assert verdict(report) == ("hang", "aks-ndh100-98754588-vmss000003", 25)
+    assert any(a.node == node and "after the collectives had stalled" in a.why_not
+               for a in report.alternatives)
+
+
+def test_after_the_stall_the_stuck_ranks_own_node_tells_why(tmp_path: Path) -> None:
+    # an Xid 13 on another node twenty seconds before the real Xid 95, both after the stall:
+    # the stuck rank's node has its own fault, and that is the verdict
+    bundle = copy_bundle(CASES / "c37-gpu-hardware-xid95-drain", tmp_path)
+    prepend(bundle / "nodes/dgx-a100-32/kern.log",
+            XID13.format(stamp="Apr 22 03:02:45", node="dgx-a100-32"))
+    report = investigate(bundle, tmp_path)
+    assert verdict(report) == ("gpu_hardware", "dgx-a100-38", 43)
