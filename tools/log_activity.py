@@ -38,6 +38,8 @@ class FileActivity(BaseModel):
     last: datetime | None
     last_progress: datetime | None = None  # the last step/iteration/loss line (job logs)
     last_step: int | None = None
+    # the progress line before the last: two after an event mean a whole step finished after it
+    prior_progress: datetime | None = None
 
 
 class ActivityOutput(BaseModel):
@@ -64,7 +66,16 @@ def _edges(path: Path, policy: ClockPolicy) -> tuple[datetime | None, datetime |
 
 
 def last_progress(path: Path, policy: ClockPolicy) -> tuple[datetime | None, int | None]:
-    """The newest timestamped line that reports training progress, read backwards in chunks."""
+    """The newest timestamped line that reports training progress."""
+    found = progress_lines(path, policy, 1)
+    return found[0] if found else (None, None)
+
+
+def progress_lines(path: Path, policy: ClockPolicy,
+                   count: int) -> list[tuple[datetime, int | None]]:
+    """The newest `count` progress lines (time, step), newest first, read backwards in chunks
+    within PROGRESS_SCAN_BYTES of the end."""
+    out: list[tuple[datetime, int | None]] = []
     with path.open("rb") as fh:
         end = fh.seek(0, 2)
         scanned, carry = 0, b""
@@ -77,10 +88,12 @@ def last_progress(path: Path, policy: ClockPolicy) -> tuple[datetime | None, int
             for raw in reversed(lines[1:] if start > 0 else lines):
                 found = _progress_line(raw.decode("utf-8", errors="replace"), policy)
                 if found:
-                    return found
+                    out.append(found)
+                    if len(out) >= count:
+                        return out
             scanned += end - start
             end = start
-    return None, None
+    return out
 
 
 def _progress_line(line: str, policy: ClockPolicy) -> tuple[datetime, int | None] | None:
@@ -108,11 +121,12 @@ class LogActivityTool(Tool[ActivityInput, ActivityOutput]):
                 continue
             path = ctx.bundle.root / f.rel_path
             first, last = _edges(path, policy)
-            progress, step = last_progress(path, policy) if f.format == "job_log" \
-                else (None, None)
-            out.files.append(FileActivity(path=f.rel_path, format=f.format or "", node=f.node_hint,
-                                          rank=f.rank_hint, first=first, last=last,
-                                          last_progress=progress, last_step=step))
+            found = progress_lines(path, policy, 2) if f.format == "job_log" else []
+            out.files.append(FileActivity(
+                path=f.rel_path, format=f.format or "", node=f.node_hint, rank=f.rank_hint,
+                first=first, last=last, last_progress=found[0][0] if found else None,
+                last_step=found[0][1] if found else None,
+                prior_progress=found[1][0] if len(found) > 1 else None))
         return out
 
 

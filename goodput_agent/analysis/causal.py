@@ -149,8 +149,10 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
         if a.last_progress:
             step = f" (step {a.last_step})" if a.last_step is not None else ""
             marks.append(Progress(at=a.last_progress, node=node, rank=a.rank, path=a.path,
-                                  what=f"{a.path} logs training progress{step}",
-                                  completed=True))
+                                  what=f"{a.path} logs training progress{step}"))
+        if a.prior_progress:  # two progress lines after an event: a whole step finished after it
+            marks.append(Progress(at=a.prior_progress, node=node, rank=a.rank, path=a.path,
+                                  what=f"{a.path} logs two more training steps", completed=True))
         if a.first and not _part_of_failure(a.first, failing.get(a.path, [])):
             marks.append(Progress(at=a.first, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} starts"))

@@ -100,7 +100,8 @@ def observations(outputs: dict[str, object]) -> Observations:
     for a in getattr(activity, "files", []) or []:
         obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
                                      last=a.last, format=a.format or None,
-                                     last_progress=a.last_progress, last_step=a.last_step))
+                                     last_progress=a.last_progress, last_step=a.last_step,
+                                     prior_progress=a.prior_progress))
     return obs
 
 
