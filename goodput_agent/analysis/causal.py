@@ -218,6 +218,7 @@ def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Obs
     a completed training step does (peers print a few lines before they block)."""
     marks = progress_marks(events, obs, names)
     steps = [m for m in marks if m.completed]
+    ended = decisive_end_state(events, obs)
     step_slack = max(STEP_SLACK, timedelta(seconds=obs.clock.skew_tolerance_s))
     kept: list[Candidate] = []
     aside: list[Alternative] = []
@@ -235,7 +236,10 @@ def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Obs
             kept.append(c)  # a controller's view of a node: its effect (eviction) comes later
             continue
         else:
-            went_on = progress_after(c.event, c.at, steps, step_slack)
+            # the scheduler's own reason for the end (TIMEOUT...) outweighs an event the job
+            # logged past; otherwise only a whole step finished after it clears it
+            contested = ended is not None and ended[0] != c.category
+            went_on = progress_after(c.event, c.at, marks if contested else steps, step_slack)
             if went_on is None:
                 kept.append(c)
                 continue

@@ -92,13 +92,15 @@ def test_traceback_the_job_survived_on_another_node_is_not_the_cause(
 
 
 def test_xid_before_a_time_limit_does_not_replace_the_schedulers_timeout(tmp_path: Path) -> None:
-    for stamp, window in (("Feb 11 08:00:11.000000", None),
+    for stamp, window in (("Feb 11 08:00:11.000000", None),  # 1.7 h before the limit
+                          ("Feb 11 09:20:11.000000", None),  # 24 min before, steps go on
                           ("Feb 11 03:44:11.000000", "2025-02-11T03:30:00Z")):
-        bundle = copy_bundle(TIME_LIMIT_CASE, tmp_path / stamp[7:9])
+        where = tmp_path / stamp[7:12].replace(":", "")
+        bundle = copy_bundle(TIME_LIMIT_CASE, where)
         prepend(bundle / "nodes/nid00022/kern.log", XID13.format(stamp=stamp, node="nid00022"))
         if window:
             open_window_from(bundle, window)
-        report = investigate(bundle, tmp_path / stamp[7:9])
+        report = investigate(bundle, where)
         assert verdict(report) == ("time_limit", None, None), stamp
         assert report.root_cause.confidence >= 0.8
 
