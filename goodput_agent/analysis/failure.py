@@ -11,75 +11,32 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import BaseModel, Field
-
+from goodput_agent.analysis.attribution import culprit_rank, date_by_exit, locate_link_fault
+from goodput_agent.analysis.causal import (
+    Cascade,
+    causal_doubts,
+    find_cascade,
+    set_aside_pre_existing,
+    stall_starts,
+)
+from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models are failure's API
+    BASE_CONFIDENCE,
+    CONTESTED_CONFIDENCE,
+    FAILURE_CATEGORIES,
+    GENERIC_STATE_CONFIDENCE,
+    JOB_LEVEL,
+    SCHEDULER_KINDS,
+    STRENGTH,
+    SYMPTOM_KINDS,
+    Alternative,
+    Candidate,
+    FailureVerdict,
+    weight,
+)
+from goodput_agent.analysis.failure_notes import clock_notes, note_missing_sources, timeline
 from goodput_agent.analysis.hang import HangFinding, find_stuck_rank
 from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
 from goodput_agent.events import Clock, Event, EventKind, Role
-
-FAILURE_CATEGORIES = ("gpu_hardware", "gpu_oom", "host_oom", "application_error",
-                      "network_fault", "node_failure", "time_limit", "preempted")
-
-# How decisive a first failure of each category is when two start within the skew tolerance.
-STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oom": 0.9,
-            "time_limit": 0.9, "preempted": 0.9, "network_fault": 0.75,
-            "application_error": 0.7}
-BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
-                   "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
-                   "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
-GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
-SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
-                   EventKind.time_limit, EventKind.node_fail)
-JOB_LEVEL = ("time_limit", "preempted")
-SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
-                 EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
-                 EventKind.ib_error)
-
-
-class Alternative(BaseModel):
-    category: str
-    confidence: float
-    why_not: str
-    node: str | None = None
-    rank: int | None = None
-    evidence: list[Event] = Field(default_factory=list)
-
-
-class FailureVerdict(BaseModel):
-    category: str
-    summary: str
-    node: str | None = None
-    rank: int | None = None
-    gpu: str | None = None
-    confidence: float
-    evidence: list[Event] = Field(default_factory=list)
-    alternatives: list[Alternative] = Field(default_factory=list)
-    unknowns: list[str] = Field(default_factory=list)
-    timeline: list[Event] = Field(default_factory=list)
-    clock_notes: list[str] = Field(default_factory=list)
-    primary: Event | None = None
-
-
-class Candidate(BaseModel):
-    event: Event
-    at: datetime | None  # effective time (a lost node's last sign of life, not the reason time)
-    strength: float
-    note: str | None = None
-
-    @property
-    def category(self) -> str:
-        return self.event.category or "unknown"
-
-
-def weight(e: Event) -> float:
-    """How decisive an event is by its own account (parsers set detail["weight"])."""
-    w = e.detail.get("weight", e.detail.get("confidence", 1.0))
-    if isinstance(w, str):
-        return {"low": 0.4, "medium": 0.7, "high": 1.0}.get(w.lower(), 1.0)
-    try:
-        return max(0.0, min(1.0, float(w)))
-    except (TypeError, ValueError):
-        return 1.0
 
 
 def _fmt(ts: datetime | None) -> str:
@@ -177,21 +134,12 @@ STALL_SLACK = timedelta(minutes=2)
 CARRIED_SLACK = timedelta(minutes=5)  # a collective may start a little before its peer dies
 
 
-def stall_onset(events: list[Event]) -> datetime | None:
-    """When the collectives stopped progressing: a watchdog timeout minus how long it ran."""
-    onsets = []
-    for e in events:
-        ran = e.detail.get("ran_ms") or e.detail.get("timeout_ms")
-        if e.kind == EventKind.nccl_watchdog_timeout and e.ts and isinstance(ran, int | float):
-            onsets.append(e.ts - timedelta(milliseconds=float(ran)))
-    return min(onsets) if onsets else None
-
-
 def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Event],
                       unknowns: list[str]) -> Candidate:
     """A failure placed after the collectives had already stalled cannot have caused the
     stall; an unplaced candidate may have, and is preferred."""
-    onset = stall_onset(events)
+    starts = [at for _, at in stall_starts(events)]
+    onset = min(starts) if starts else None
     if onset is None or best.at is None or best.at <= onset + STALL_SLACK:
         return best
     untimed = [c for c in cands if c.at is None and c.category != best.category]
@@ -275,103 +223,6 @@ def names_for(obs: Observations) -> NodeNames:
     return NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
 
 
-def host_of_ip(obs: Observations) -> dict[str, str]:
-    ips: dict[str, str] = {}
-    for facts in obs.facts.values():
-        for host, addrs in (facts.get("host_ips") or {}).items():
-            for ip in addrs:
-                ips.setdefault(ip, host)
-    for alias, node in obs.host_aliases.items():
-        if alias.replace(".", "").isdigit():
-            ips.setdefault(alias, node)
-    return ips
-
-
-def _locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Event],
-                       obs: Observations, names: NodeNames) -> Candidate:
-    """A link fault is where the link is, not where the error was printed: a NIC/port fault in
-    a node's kernel log wins; else the peer that the most reporters name."""
-    # a fault of the node's own port: a kernel link-down, or a NIC error naming no peer
-    links = [c for c in cands if c.category == "network_fault" and c.event.node and (
-        (c.event.kind == EventKind.link_down and c.event.rank is None)
-        or (c.event.kind == EventKind.ib_error and not c.event.detail.get("peer")))]
-    if links:
-        return min(links, key=lambda c: (c.at is None, c.at or best.at or datetime.max))
-    ips = host_of_ip(obs)
-    votes: dict[str, set[str]] = {}
-    for e in events:
-        peer = str(e.detail.get("peer") or "").split("<")[0].strip("[]")
-        if e.kind in (EventKind.ib_error, EventKind.nccl_error) and peer \
-                and e.category == "network_fault":
-            node = names.canon(ips.get(peer) or (peer if not peer[0].isdigit() else None))
-            if node:
-                votes.setdefault(node, set()).add(e.node or str(e.rank))
-    if not votes:
-        return best
-    peer_node, reporters = max(votes.items(), key=lambda kv: len(kv[1]))
-    lost = [c for c in cands if c.event.node == peer_node
-            and c.category in ("node_failure", "gpu_hardware", "host_oom")]
-    if lost:  # the peer went away (lost node, dead GPU): the IB errors are its symptoms
-        return min(lost, key=lambda c: -c.strength)
-    if len(reporters) < 2 or peer_node == best.event.node:
-        return best
-    note = (f"{len(reporters)} nodes' NCCL NET/IB errors name {peer_node} as the peer; "
-            f"{best.event.node or 'the first reporter'} only reported it")
-    moved = best.event.model_copy(update={"node": peer_node, "rank": None, "gpu": None})
-    return best.model_copy(update={"event": moved, "note": note})
-
-
-def _culprit_rank(primary: Event, events: list[Event], obs: Observations,
-                  names: NodeNames) -> int | None:
-    if primary.rank is not None:
-        return primary.rank
-    if primary.node is None:
-        return None
-    # 1. the rank that failed on that very GPU (its own error is the most direct evidence)
-    if primary.gpu:
-        on_gpu = [e for e in events if e.node == primary.node and e.gpu == primary.gpu
-                  and e.rank is not None and e.role == Role.primary]
-        if on_gpu:
-            return on_gpu[0].rank
-    # 2. the rank whose process the kernel named (OOM kill, Xid pid) — NCCL lines give pids
-    pid = primary.detail.get("pid")
-    if pid is not None:
-        for facts in obs.facts.values():
-            for key, rank in (facts.get("rank_pids") or {}).items():
-                host, _, p = key.rpartition(":")
-                if p == str(pid) and names.canon(host) == primary.node:
-                    return int(rank)
-        for e in events:
-            if e.node == primary.node and e.rank is not None \
-                    and str(e.detail.get("pid")) == str(pid):
-                return e.rank
-    # 3. the rank NCCL placed on that GPU of that node
-    if primary.gpu:
-        placed = sorted(r for r, g in obs.rank_gpus.items()
-                        if g == primary.gpu and names.canon(obs.rank_hosts.get(r)) == primary.node)
-        if len(placed) == 1:
-            return placed[0]
-    # a rank whose host no log names, with a weak CUDA error: the one GPU fault is its cause
-    orphans = {e.rank for e in events if e.kind == EventKind.cuda_error and e.node is None
-               and e.rank is not None and e.role == Role.primary}
-    if len(orphans) == 1 and primary.category == "gpu_hardware":
-        return orphans.pop()
-    # the first rank on that node to fail after it (a carried time is only a lower bound)
-    after = [e for e in events if e.node == primary.node and e.rank is not None
-             and e.role in (Role.primary, Role.symptom)
-             and (primary.ts is None or e.ts is None or e.clock == Clock.carried
-                  or e.ts >= primary.ts - timedelta(seconds=5))]
-    own = [e for e in after if e.role == Role.primary]
-    if own:  # the rank's own error comes before its peers' symptoms
-        return sorted(own, key=Event.sort_key)[0].rank
-    if after and primary.category == "gpu_hardware" and primary.kind != EventKind.link_down:
-        # a dead GPU's own rank is usually the first on the node to lose its collectives;
-        # a NIC or an OOM kill names no rank this way
-        return sorted(after, key=Event.sort_key)[0].rank
-    on_node = sorted(r for r, h in obs.rank_hosts.items() if h == primary.node)
-    return on_node[0] if len(on_node) == 1 else None
-
-
 def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
                 unknowns: list[str], support: list[Event]) -> float:
     e = best.event
@@ -433,6 +284,10 @@ def diagnose(obs: Observations) -> FailureVerdict:
     notes = clock_notes(obs, events)
     unknowns: list[str] = []
     cands = _candidates(events, obs, names, notes)
+    cascade = find_cascade(events, obs)
+    # set aside first: a carried time with a later line of its own file is the tighter bound
+    cands, pre_existing = set_aside_pre_existing(cands, events, obs, names, cascade)
+    cands = date_by_exit(cands, events)
     tolerance = timedelta(seconds=obs.clock.skew_tolerance_s)
     if _job_succeeded(events, obs):
         seen = [c.event for c in cands]
@@ -448,28 +303,74 @@ def diagnose(obs: Observations) -> FailureVerdict:
     if specific or (cands and hang is None):
         best = _pick_first(cands, tolerance)
         best = _before_the_stall(best, cands, events, unknowns)
-        verdict = _from_candidate(best, cands, events, obs, unknowns, names)
+        stuck = _stuck_elsewhere(best, cascade, events, obs, names)
+        # the stuck rank's node may show why it stopped (its own fault, however late it printed)
+        there = [c for c in cands if stuck and c.event.node == stuck[1]]
+        if stuck and not there:
+            verdict = _hang_or_unknown(events, obs, unknowns, stuck[0], names)
+            verdict.alternatives.append(_after_the_stall(best, cascade))
+        elif there:
+            late = best
+            best = _pick_first(there, tolerance)
+            verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
+            verdict.alternatives = [_after_the_stall(late, cascade)] + [
+                a for a in verdict.alternatives if (a.category, a.node) != (late.category,
+                                                                          late.event.node)]
+        else:
+            verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
     else:
         verdict = _hang_or_unknown(events, obs, unknowns, hang, names)
+    verdict.alternatives += [a for a in pre_existing
+                             if (a.category, a.node) != (verdict.category, verdict.node)]
     verdict.clock_notes = notes
     verdict.timeline = timeline(events)
-    _note_missing_sources(verdict, obs)
+    note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
     return verdict
 
 
+def _stuck_elsewhere(best: Candidate, cascade: Cascade, events: list[Event],
+                     obs: Observations, names: NodeNames
+                     ) -> tuple[HangFinding, str] | None:
+    """A failure placed after the collectives had stalled cannot have started the stall;
+    when the ranks' progress singles out a stuck rank on another node, that rank is the story."""
+    if not cascade.exact or cascade.onset is None or best.at is None \
+            or best.event.clock in (Clock.carried, Clock.none) \
+            or best.at <= cascade.onset + STALL_SLACK:
+        return None
+    hang = _hang(events, obs)
+    if hang is None or hang.strength < 0.6:
+        return None
+    node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
+    return (hang, node) if node and node != best.event.node else None
+
+
+def _after_the_stall(best: Candidate, cascade: Cascade) -> Alternative:
+    e = best.event
+    return Alternative(
+        category=best.category, node=e.node, rank=e.rank, confidence=0.1, evidence=[e],
+        why_not=(f"{e.summary} on {_where(e.node, e.rank)} at {_fmt(best.at)} came after the "
+                 f"collectives had stalled ({_fmt(cascade.onset)}, dated by {cascade.how}): it "
+                 "cannot have started the stall"))
+
+
 def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event],
-                    obs: Observations, unknowns: list[str], names: NodeNames) -> FailureVerdict:
+                    obs: Observations, unknowns: list[str], names: NodeNames,
+                    cascade: Cascade) -> FailureVerdict:
     if best.category == "network_fault":
-        best = _locate_link_fault(best, cands, events, obs, names)
+        best = locate_link_fault(best, cands, events, obs, names)
     e = best.event
     if best.category in JOB_LEVEL and not e.detail.get("pod"):
         # the scheduler ended the whole job: no node or rank is at fault (a preempted
         # Kubernetes pod, though, was on one node)
         e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
-    rank = _culprit_rank(e, events, obs, names)
+    rank = culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
     conf = _confidence(best, cands, obs, unknowns, support)
+    doubts = causal_doubts(best, events, obs, cascade)
+    if doubts:  # a wrong answer said with confidence costs more trust than a hedged one
+        conf = min(conf, CONTESTED_CONFIDENCE)
+        unknowns.extend(doubts)
     if _generic_state(e):
         conf = min(conf, GENERIC_STATE_CONFIDENCE)
         unknowns.append("only the scheduler's exit status says the application failed; no log "
@@ -552,47 +453,3 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
                           confidence=round(max(0.2, min(0.9, conf)), 2), evidence=hang.evidence,
                           alternatives=alts,
                           summary=f"No rank failed on its own: {hang.reason}")
-
-
-def _note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
-    if v.node is None and v.rank is not None:
-        v.unknowns.append(f"no file names the host of rank {v.rank} (no NCCL line, torchelastic "
-                          "summary or nodes/<node>/ folder): its node is not known")
-    if v.node and obs.kernel_log_nodes is not None and v.node not in obs.kernel_log_nodes:
-        v.unknowns.append(f"no kernel log for node {v.node}: GPU Xids and OOM kills there "
-                          "cannot be checked")
-    if not obs.scheduler_kind:
-        v.unknowns.append("no scheduler output (sacct/scontrol or kubectl): job and node "
-                          "states are not known")
-    if not obs.job_log_nodes and not any(e.rank is not None for e in obs.events):
-        v.unknowns.append("no rank logs: which rank failed first cannot be seen")
-
-
-def clock_notes(obs: Observations, events: list[Event]) -> list[str]:
-    counts: dict[str, int] = {}
-    for e in events:
-        counts[e.clock.value] = counts.get(e.clock.value, 0) + 1
-    notes = [f"times without a zone are taken as {obs.clock.tz_name}"
-             + (" (incident.yaml timezone)" if obs.incident.timezone else " (no timezone given)"),
-             f"times without a year are taken as {obs.clock.year}",
-             f"events within {obs.clock.skew_tolerance_s:g} s are treated as simultaneous "
-             "(clock skew between nodes)"]
-    if counts.get(Clock.carried.value):
-        notes.append(f"{counts[Clock.carried.value]} lines without a time took the previous "
-                     "timestamped line's time")
-    if counts.get(Clock.none.value):
-        notes.append(f"{counts[Clock.none.value]} events have no usable time (e.g. dmesg "
-                     "uptime without a boot anchor); they are ordered last")
-    return notes
-
-
-def timeline(events: list[Event], limit: int = 40) -> list[Event]:
-    """Each node's and rank's first notable event, on one clock: the picture of the cascade."""
-    firsts: dict[tuple[str | None, int | None, str], Event] = {}
-    for e in sorted(events, key=Event.sort_key):
-        if e.role == Role.context and e.kind not in (EventKind.job_state, EventKind.node_fail):
-            continue
-        key = (e.node, e.rank, e.role.value)
-        firsts.setdefault(key, e)
-    ordered = sorted(firsts.values(), key=Event.sort_key)
-    return ordered[:limit]

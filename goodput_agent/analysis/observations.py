@@ -21,6 +21,10 @@ class Activity(BaseModel):
     rank: int | None
     first: datetime | None
     last: datetime | None
+    format: str | None = None  # "job_log" | "kernel_log": only a job log shows the job working
+    last_progress: datetime | None = None  # the last step/iteration/loss line of a job log
+    last_step: int | None = None
+    prior_progress: datetime | None = None  # the progress line before the last one
 
 
 class Observations(BaseModel):

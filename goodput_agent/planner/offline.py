@@ -99,7 +99,9 @@ def observations(outputs: dict[str, object]) -> Observations:
     activity = outputs.get("log_activity")
     for a in getattr(activity, "files", []) or []:
         obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
-                                     last=a.last))
+                                     last=a.last, format=a.format or None,
+                                     last_progress=a.last_progress, last_step=a.last_step,
+                                     prior_progress=a.prior_progress))
     return obs
 
 

@@ -195,3 +195,28 @@ def test_a_job_that_completed_has_no_failure_to_explain() -> None:
     v = diagnose(Observations(events=[done, scary], job_id="5"))
     assert v.category == "unknown"
     assert any("COMPLETED" in u for u in v.unknowns)
+
+
+def test_a_cause_long_before_the_jobs_end_with_no_sign_of_work_after_it_is_kept_but_doubted(
+) -> None:
+    # the rank died two hours before the scheduler ended the job and nothing logged since: it
+    # may have hung the job, so it stays the verdict, but nothing ties it to the end
+    from goodput_agent.analysis.observations import Activity as A  # noqa: N814
+
+    crash = ev(EventKind.python_exception, Role.primary, "application_error", t=0, rank=3,
+               node="n0", path="logs/rank3.log")
+    end = ev(EventKind.job_state, Role.primary, "application_error", t=7200,
+             path="slurm/sacct.txt", state="FAILED", step=False, weight="low",
+             start=T0.isoformat(), end=(T0 + timedelta(hours=2)).isoformat())
+    quiet = [A(path="logs/rank3.log", node="n0", rank=3, first=T0 - timedelta(hours=1),
+               last=T0, format="job_log")]
+    v = diagnose(Observations(events=[crash, end], activity=quiet, rank_hosts={3: "n0"}))
+    assert (v.category, v.rank) == ("application_error", 3)
+    assert v.confidence < 0.5
+    # the same crash followed by training progress is a pre-existing condition
+    went_on = quiet + [A(path="logs/rank0.log", node="n0", rank=0, first=T0,
+                         last=T0 + timedelta(hours=2), format="job_log",
+                         last_progress=T0 + timedelta(minutes=90), last_step=4000)]
+    v = diagnose(Observations(events=[crash, end], activity=went_on, rank_hosts={3: "n0"}))
+    assert (v.category, v.rank) == ("unknown", None)  # only FAILED is left: no verdict
+    assert any("pre-existing" in a.why_not and a.rank == 3 for a in v.alternatives)

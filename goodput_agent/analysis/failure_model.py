@@ -1,0 +1,75 @@
+"""The failure analysis's records: candidates for the first failure, the verdict and the
+alternatives it explains away."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.events import Event, EventKind
+
+FAILURE_CATEGORIES = ("gpu_hardware", "gpu_oom", "host_oom", "application_error",
+                      "network_fault", "node_failure", "time_limit", "preempted")
+
+# How decisive a first failure of each category is when two start within the skew tolerance.
+STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oom": 0.9,
+            "time_limit": 0.9, "preempted": 0.9, "network_fault": 0.75,
+            "application_error": 0.7}
+BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
+                   "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
+                   "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+CONTESTED_CONFIDENCE = 0.45  # the scheduler's state or the cascade's timing speaks against it
+GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
+SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
+                   EventKind.time_limit, EventKind.node_fail)
+JOB_LEVEL = ("time_limit", "preempted")
+SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
+                 EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
+                 EventKind.ib_error)
+
+
+class Alternative(BaseModel):
+    category: str
+    confidence: float
+    why_not: str
+    node: str | None = None
+    rank: int | None = None
+    evidence: list[Event] = Field(default_factory=list)
+
+
+class FailureVerdict(BaseModel):
+    category: str
+    summary: str
+    node: str | None = None
+    rank: int | None = None
+    gpu: str | None = None
+    confidence: float
+    evidence: list[Event] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list)
+    timeline: list[Event] = Field(default_factory=list)
+    clock_notes: list[str] = Field(default_factory=list)
+    primary: Event | None = None
+
+
+class Candidate(BaseModel):
+    event: Event
+    at: datetime | None  # effective time (a lost node's last sign of life, not the reason time)
+    strength: float
+    note: str | None = None
+
+    @property
+    def category(self) -> str:
+        return self.event.category or "unknown"
+
+
+def weight(e: Event) -> float:
+    """How decisive an event is by its own account (parsers set detail["weight"])."""
+    w = e.detail.get("weight", e.detail.get("confidence", 1.0))
+    if isinstance(w, str):
+        return {"low": 0.4, "medium": 0.7, "high": 1.0}.get(w.lower(), 1.0)
+    try:
+        return max(0.0, min(1.0, float(w)))
+    except (TypeError, ValueError):
+        return 1.0
