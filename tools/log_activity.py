@@ -1,7 +1,8 @@
 """When each log starts and stops: the last sign of life of every rank and node.
 
 A node that is lost, or a rank that hangs, shows up as a log that stops early; this tool reads
-only the head and tail of each file, so it costs the same for a 10 MB and a 10 GB log.
+only the head and tail of each file, so it costs the same for a 10 MB and a 10 GB log
+(a compressed log is read through once: its end cannot be reached otherwise).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.parsing.lines import read_head, read_tail
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
@@ -43,12 +45,10 @@ def _first_time(lines: list[str], policy: ClockPolicy) -> datetime | None:
 
 
 def _edges(path: Path, policy: ClockPolicy) -> tuple[datetime | None, datetime | None]:
-    with path.open("rb") as fh:
-        head = fh.read(TAIL_BYTES).decode("utf-8", errors="replace").splitlines()
-        size = fh.seek(0, 2)
-        fh.seek(max(0, size - TAIL_BYTES))
-        tail = fh.read().decode("utf-8", errors="replace").splitlines()
-    if size > TAIL_BYTES and tail:
+    head = read_head(path, TAIL_BYTES).decode("utf-8", errors="replace").splitlines()
+    raw, cut = read_tail(path, TAIL_BYTES)
+    tail = raw.decode("utf-8", errors="replace").splitlines()
+    if cut and tail:
         tail = tail[1:]  # the first tail line may be cut
     return _first_time(head, policy), _first_time(list(reversed(tail)), policy)
 
@@ -64,8 +64,6 @@ class LogActivityTool(Tool[ActivityInput, ActivityOutput]):
         out = ActivityOutput()
         policy = ctx.bundle.inventory.clock
         for f in ctx.bundle.inventory.of_format("job_log", "kernel_log"):
-            if f.rel_path.endswith(".gz"):
-                continue
             first, last = _edges(ctx.bundle.root / f.rel_path, policy)
             out.files.append(FileActivity(path=f.rel_path, format=f.format or "", node=f.node_hint,
                                           rank=f.rank_hint, first=first, last=last))

@@ -100,3 +100,38 @@ def read_head(path: Path, limit: int = 64 * 1024) -> bytes:
             return fh.read(limit)
     except (OSError, EOFError):
         return b""
+
+
+def read_tail(path: Path, limit: int = 64 * 1024) -> tuple[bytes, bool]:
+    """The last `limit` bytes (of the decompressed text for .gz, which is read through once),
+    and whether the file holds more than that (the first line of the tail may be cut)."""
+    if path.suffix != ".gz":
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - limit))
+            return fh.read(), size > limit
+    tail, more = b"", False
+    try:
+        with _open(path) as fh:
+            while block := fh.read(CHUNK_BYTES):
+                more = more or len(tail) + len(block) > limit
+                tail = (tail + block)[-limit:]
+    except (OSError, EOFError):
+        pass  # a truncated archive: what could be read
+    return tail, more
+
+
+def read_whole(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, decompressed for .gz; with `limit`, at most limit + 1 bytes (a caller
+    can tell a file over its limit without holding all of it). OSError/EOFError propagate."""
+    with _open(path) as fh:
+        return fh.read(-1 if limit is None else limit + 1)
+
+
+def read_whole_text(path: Path) -> str:
+    return read_whole(path).decode("utf-8", errors="replace")
+
+
+def plain_suffix(path: Path) -> str:
+    """The suffix that tells the format: `.yaml` for both config.yaml and config.yaml.gz."""
+    return Path(path.stem).suffix.lower() if path.suffix == ".gz" else path.suffix.lower()
