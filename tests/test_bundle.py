@@ -46,6 +46,21 @@ def test_incident_yaml_sets_the_clock(tmp_path: Path) -> None:
     assert (inv.clock.tz_name, inv.clock.year) == ("America/Chicago", 2023)
 
 
+def test_a_folder_holding_only_the_bundle_folder_is_opened_at_the_bundle(tmp_path: Path) -> None:
+    inner = tmp_path / "incident-42"
+    (inner / "nodes" / "n1").mkdir(parents=True)
+    (inner / "incident.yaml").write_text("job: 42\ntimezone: America/Chicago\n")
+    (inner / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    with open_bundle(tmp_path) as bundle:
+        assert bundle.root == inner and bundle.inventory.incident.job == "42"
+        assert bundle.inventory.clock.tz_name == "America/Chicago"
+        assert [f.rel_path for f in bundle.inventory.files] == ["rank0.log"]
+    (inner / "incident.yaml").unlink()  # no question: the folder is not taken for the bundle
+    with open_bundle(tmp_path) as bundle:
+        assert bundle.root == tmp_path
+        assert [f.rel_path for f in bundle.inventory.files] == ["incident-42/rank0.log"]
+
+
 def test_unknown_time_zone_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "incident.yaml").write_text("timezone: Mars/Olympus\n")
     (tmp_path / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")

@@ -29,6 +29,7 @@ from tests.metamorphic.transforms import (
     shuffle_order,
     to_crlf,
     toggle_gzip,
+    wrap_in_folder,
 )
 from tests.metamorphic.variants import VARIANTS, T, shipped_cases
 
@@ -80,6 +81,14 @@ def test_rename_and_nest_moves_every_file_and_keeps_node_folders(bundle: Path) -
     assert any("/nodes/gpu-01/kern.log" in r for r in rels)
     assert any("/profiles/good/" in r for r in rels)  # baseline -> a synonym
     assert not any("/logs/" in r for r in rels)
+
+
+def test_wrap_puts_the_whole_bundle_one_folder_down(bundle: Path) -> None:
+    before = contents(bundle)
+    wrap_in_folder(bundle, INFO)
+    assert [p.name for p in bundle.iterdir()] == ["incident-tiny"]
+    assert (bundle / "incident-tiny" / "incident.yaml").exists()
+    assert contents(bundle / "incident-tiny") == before
 
 
 def test_extra_files_are_added(bundle: Path) -> None:

@@ -89,6 +89,17 @@ def rename_and_nest(root: Path, info: CaseInfo) -> Path:
     return root
 
 
+def wrap_in_folder(root: Path, info: CaseInfo) -> Path:
+    """The whole bundle, incident.yaml too, one folder down: what `tar xzf` of a bundle packed
+    with its folder leaves where the user points."""
+    inner = root / f"incident-{info.name}"
+    entries = list(root.iterdir())
+    inner.mkdir()
+    for entry in entries:
+        entry.rename(inner / entry.name)
+    return root
+
+
 EXTRA_FILES: dict[str, bytes] = {
     "notes/README.txt": b"Attached for the ticket. Collected by the on-call engineer.\n"
                         b"Contact the team channel with questions.\n",

@@ -34,6 +34,7 @@ from tests.metamorphic.transforms import (
     shuffle_order,
     to_crlf,
     toggle_gzip,
+    wrap_in_folder,
 )
 
 EVALS = Path(__file__).resolve().parents[2] / "evals"
@@ -53,13 +54,14 @@ T = {t.name: t for t in (
     Transform("crlf", to_crlf),
     Transform("gzip", toggle_gzip),
     Transform("rename-nest", rename_and_nest),
+    Transform("wrap-in-folder", wrap_in_folder),
     Transform("tar-gz", pack_tar_gz),
 )}
 
 # in the order they run: content first, folder layout after, the archive last
 VARIANTS: dict[str, tuple[str, ...]] = {
     "layout": ("fqdn", "rank-order", "split-combined-log", "extra-files", "crlf",
-               "rename-nest"),
+               "rename-nest", "wrap-in-folder"),
     "packaging": ("merge-rank-logs", "time-zone", "gzip", "tar-gz"),
     "decoy": ("decoy-event",),
     "question": ("reworded-question",),
