@@ -144,10 +144,16 @@ def _kernel_logs(root: Path) -> dict[str, list[Path]]:
     return out
 
 
+def _node_folders(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("*") if p.is_dir() and p.parent.name == "nodes"}
+
+
 def decoy_node(root: Path, info: CaseInfo) -> str | None:
-    """A node of the job other than the verdict's, with a kernel log."""
+    """A node of the job other than the verdict's: one with a kernel log when there is one."""
     short = (info.node or "").split(".")[0]
-    others = [n for n in sorted(_kernel_logs(root)) if n.split(".")[0] != short]
+    logs = _kernel_logs(root)
+    others = sorted((n for n in _node_folders(root) if n.split(".")[0] != short),
+                    key=lambda n: (n not in logs, n))
     return others[0] if others else None
 
 
@@ -156,23 +162,25 @@ def can_add_decoy(root: Path, info: CaseInfo) -> bool:
 
 
 def add_decoy_event(root: Path, info: CaseInfo) -> Path:
-    """An Xid 13 (a graphics exception an application can cause; the job ran on for hours)
-    on another node three hours before the window, written at the top of that node's kernel
-    log in the log's own form, and the window opened to hold it."""
+    """An Xid 13 (a graphics exception an application can cause) on another node three hours
+    before the window, written at the top of that node's kernel log in the log's own form
+    (or as its journalctl -k log where the bundle has none), and the window opened to hold
+    it: a pre-existing condition, not the failure's cause."""
     spec = load_incident(root)
     start, end = _window_bounds(spec) or (None, None)
     zone = zone_of(spec.get("timezone"))
     when = _instant(start, zone) - DECOY_LEAD
     node = decoy_node(root, info)
-    logs = _kernel_logs(root)[node]
+    logs = _kernel_logs(root).get(node, [])
     for path in logs:
         first = path.read_text(errors="replace").split("\n", 1)[0]
         style = next((s for s, p in _HEADS.items() if p.match(first)), None)
         if style:
             rewrite(path, lambda text, s=style: _decoy_line(s, when, zone, node) + "\n" + text)
             break
-    else:  # no log in a wall-clock form: the rotated log before it, in journalctl short-iso
-        (logs[0].parent / "kern.log.1").write_text(
+    else:  # no kernel log in a wall-clock form: one from journalctl -k -o short-iso
+        folder = next(p for p in root.rglob(node) if p.is_dir() and p.parent.name == "nodes")
+        (folder / ("kern.log.1" if logs else "kern.log")).write_text(
             _decoy_line("short_iso", when, UTC, node) + "\n")
     spec["window"] = {"start": _express(when - timedelta(minutes=10), start, zone),
                       "end": end.isoformat()}

@@ -202,6 +202,15 @@ def test_decoy_event_is_hours_before_on_another_node(bundle: Path) -> None:
         .total_seconds()
 
 
+def test_decoy_goes_to_a_node_without_a_kernel_log_as_a_new_one(bundle: Path) -> None:
+    for name in ("kern.log", "dmesg.txt"):
+        (bundle / "nodes/gpu-02" / name).unlink()
+    (bundle / "nodes/gpu-02/train.log").write_text("hello\n")
+    add_decoy_event(bundle, CaseInfo("tiny", "failure", node="gpu-01.cluster.example"))
+    line = read_text(bundle / "nodes/gpu-02/kern.log")
+    assert line.startswith("2024-05-01T04:50:00+0000 gpu-02 kernel: NVRM: Xid")
+
+
 def test_merge_holds_every_line_of_every_rank_and_split_gives_them_back(bundle: Path) -> None:
     ranks = {r: read_text(bundle / f"logs/rank{r}.log").splitlines() for r in (0, 1)}
     merge_rank_logs(bundle, INFO)
