@@ -10,6 +10,8 @@ import pytest
 
 from goodput_agent.ledger import Ledger
 from tests.metamorphic.variants import (
+    ORIGINAL_CASES,
+    ORIGINALS,
     VARIANTS,
     Case,
     T,
@@ -33,7 +35,7 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
 
 @pytest.fixture(scope="module")
 def originals() -> dict[str, Verdict]:
-    return {}
+    return ORIGINALS  # the summary (conftest) reports how many match their answer keys
 
 
 def original_verdict(case: Case, ledger: Ledger, originals: dict[str, Verdict],
@@ -41,6 +43,7 @@ def original_verdict(case: Case, ledger: Ledger, originals: dict[str, Verdict],
     key = f"{case.suite}/{case.name}"
     if key not in originals:
         originals[key] = verdict(case.path, ledger, tmp / "pictures")
+        ORIGINAL_CASES[key] = case
     return originals[key]
 
 

@@ -95,6 +95,21 @@ def shipped_cases() -> list[Case]:
 
 
 Verdict = tuple[str, str | None, int | None]
+ORIGINALS: dict[str, Verdict] = {}  # "suite/case" -> the unchanged bundle's verdict
+ORIGINAL_CASES: dict[str, Case] = {}
+
+
+def matches_answer_key(case: Case, v: Verdict) -> bool | None:
+    """As `goodput eval` scores: category, node by short name, rank where the key names one
+    (None: the case has no answer key, as the demo)."""
+    key = case.expected
+    if key is None:
+        return None
+    node_ok = (v[1] is None and key.get("node") is None) or (
+        v[1] is not None and key.get("node") is not None
+        and short_name(v[1]) == short_name(key["node"]))
+    return v[0] == key["category"] and node_ok and (key.get("rank") is None or
+                                                    v[2] == key["rank"])
 
 
 def verdict(bundle: Path, ledger: Ledger, pictures: Path) -> Verdict:
