@@ -1,5 +1,6 @@
 """Bundles: every file identified by content or listed unread with a reason."""
 
+from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -44,6 +45,9 @@ def test_incident_yaml_sets_the_clock(tmp_path: Path) -> None:
     inv = scan(tmp_path)
     assert inv.incident.job == "42"
     assert (inv.clock.tz_name, inv.clock.year) == ("America/Chicago", 2023)
+    # a window without a zone is in the bundle's zone, as every zoneless time is
+    assert inv.incident.window.start.isoformat() == "2023-02-01T10:00:00-06:00"
+    assert inv.incident.window.end.utcoffset() == timedelta(hours=-6)
 
 
 def test_a_folder_holding_only_the_bundle_folder_is_opened_at_the_bundle(tmp_path: Path) -> None:

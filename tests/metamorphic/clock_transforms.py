@@ -77,10 +77,11 @@ def _instant(t: datetime, zone: tzinfo) -> datetime:
     return (t if t.tzinfo else t.replace(tzinfo=zone)).astimezone(UTC)
 
 
-def _express(instant: datetime, like: datetime, zone: tzinfo) -> str:
-    """`instant` written as `like` was: with an offset in `zone` if it had one, else naive."""
+def _express(instant: datetime, like: datetime | None, zone: tzinfo) -> str:
+    """`instant` written as `like` was: with an offset in `zone` if it had one, else (or
+    without `like`) as a zoneless time in `zone`."""
     local = instant.astimezone(zone)
-    return local.isoformat() if like.tzinfo else local.replace(tzinfo=None).isoformat()
+    return local.isoformat() if like and like.tzinfo else local.replace(tzinfo=None).isoformat()
 
 
 def target_zone(current: str | None) -> str:
@@ -88,9 +89,13 @@ def target_zone(current: str | None) -> str:
     return "Asia/Kathmandu" if current == "Asia/Kolkata" else "Asia/Kolkata"
 
 
+WINDOW_KEYS = ("window", "baseline", "incident")
+
+
 def shift_time_zone(root: Path, info: CaseInfo) -> Path:
     """The bundle's declared zone changed, every zoneless time rewritten in the new zone and
-    the window written in the new zone's offset: the true instants are unchanged."""
+    the windows re-expressed in it (for every other case without an offset, which the contract
+    reads in the declared zone): the true instants are unchanged."""
     spec = load_incident(root)
     old_name = spec.get("timezone")
     new_name = target_zone(old_name)
@@ -99,10 +104,13 @@ def shift_time_zone(root: Path, info: CaseInfo) -> Path:
     year = bounds[0].year if bounds else datetime.now(UTC).year
     for path in list(text_files(root, metrics=False)):
         rewrite(path, lambda text: shift_zoneless(text, old, new, year))
-    if bounds:
-        start, end = bounds
-        spec["window"] = {"start": _express(_instant(start, old), start, new),
-                          "end": _express(_instant(end, old), end, new)}
+    naive = info.rng("zone").random() < 0.5
+    for key in WINDOW_KEYS:
+        w = spec.get(key)
+        if isinstance(w, dict) and "start" in w and "end" in w:
+            spec[key] = {edge: _express(_instant(_as_datetime(w[edge]), old),
+                                        None if naive else _as_datetime(w[edge]), new)
+                         for edge in ("start", "end")}
     spec["timezone"] = new_name
     save_incident(root, spec)
     return root

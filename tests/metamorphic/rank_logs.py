@@ -78,7 +78,7 @@ def merge_rank_logs(root: Path, info: CaseInfo) -> Path:
     for folder, files in per_rank_groups(root).items():
         streams = [_timed_lines(path, rank, clock) for rank, path in sorted(files.items())]
         width = len(str(max(files)))
-        labels = info.rng.random() < 0.5
+        labels = info.rng("prefix").random() < 0.5
         merged = []
         for _, rank, _, line in heapq.merge(*streams):
             prefix = f"{rank:>{width}}: " if labels else f"[rank{rank}]:"

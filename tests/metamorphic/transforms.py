@@ -40,9 +40,8 @@ class CaseInfo:
     kind: str
     node: str | None = None
 
-    @property
-    def rng(self) -> random.Random:
-        return random.Random(self.name)  # deterministic per case
+    def rng(self, purpose: str) -> random.Random:
+        return random.Random(f"{self.name}/{purpose}")  # deterministic per case and use
 
 
 @dataclass(frozen=True)
@@ -236,7 +235,7 @@ def shuffle_order(root: Path, info: CaseInfo) -> Path:
     """Orders that carry no meaning, changed: rank numbers in file names zero-padded (rank10
     now sorts after rank09, not before rank2), Kubernetes list items shuffled, trace files'
     process ids redrawn (which permutes the ranks' files)."""
-    rng = info.rng
+    rng = info.rng("order")
     for path in list(evidence_files(root)):
         if m := _TRACE_NAME.match(path.name):
             pid = rng.randrange(1000, 4_000_000)
