@@ -38,6 +38,7 @@ from goodput_agent.parsing.lines import (
     CHUNK_BYTES,
     MAX_LINE_CHARS,
     _open,
+    _without_bom,
     plain_suffix,
     read_head,
     read_whole_text,
@@ -54,8 +55,11 @@ def _text_lines(path: Path) -> Iterator[str]:
     any newline is dropped rather than held."""
     with _open(path) as fh:
         carry = b""
+        first = True
         while True:
             block = fh.read(CHUNK_BYTES)
+            if first:
+                block, first = _without_bom(block), False
             if not block:
                 if carry:
                     yield carry[:MAX_LINE_CHARS].decode("utf-8", errors="replace")

@@ -21,6 +21,13 @@ def _open(path: Path):
     return path.open("rb")
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark (Windows editors, PowerShell's Out-File)
+
+
+def _without_bom(data: bytes) -> bytes:
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
 _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")  # colour and cursor codes (rich, torchrun)
 
 
@@ -31,7 +38,7 @@ def strip_ansi(raw: bytes) -> bytes:
 def decode(raw: bytes) -> str:
     if len(raw) > MAX_LINE_CHARS:
         raw = raw[:MAX_LINE_CHARS]
-    return strip_ansi(raw).decode("utf-8", errors="replace").rstrip("\r\n")
+    return strip_ansi(raw).decode("utf-8", errors="replace").rstrip("\r\n").removeprefix("\ufeff")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -97,7 +104,7 @@ def read_head(path: Path, limit: int = 64 * 1024) -> bytes:
     """The first `limit` bytes (decompressed for .gz): enough to identify a file's format."""
     try:
         with _open(path) as fh:
-            return fh.read(limit)
+            return _without_bom(fh.read(limit))
     except (OSError, EOFError):
         return b""
 
@@ -125,7 +132,7 @@ def read_whole(path: Path, limit: int | None = None) -> bytes:
     """The file's bytes, decompressed for .gz; with `limit`, at most limit + 1 bytes (a caller
     can tell a file over its limit without holding all of it). OSError/EOFError propagate."""
     with _open(path) as fh:
-        return fh.read(-1 if limit is None else limit + 1)
+        return _without_bom(fh.read(-1 if limit is None else limit + 1))
 
 
 def read_whole_text(path: Path) -> str:

@@ -99,10 +99,15 @@ def test_extra_files_are_added(bundle: Path) -> None:
 def test_crlf_keeps_every_line(bundle: Path) -> None:
     before = {p: read_text(p) for p in evidence_files(bundle)}
     to_crlf(bundle, INFO)
+    boms = 0
     for path, text in before.items():
         if "traces" not in path.parts:
-            assert read_text(path) == text.replace("\n", "\r\n")
+            now = read_text(path)
+            boms += now.startswith("\ufeff")
+            assert now.removeprefix("\ufeff") == text.replace("\n", "\r\n")
     assert b"\r\n" in (bundle / "incident.yaml").read_bytes()
+    assert (bundle / "incident.yaml").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert 0 < boms < len(before)  # some files, not all
 
 
 def test_gzip_toggles_and_keeps_content(bundle: Path) -> None:

@@ -120,13 +120,14 @@ def add_extra_files(root: Path, info: CaseInfo) -> Path:
 
 
 def to_crlf(root: Path, info: CaseInfo) -> Path:
-    """Windows line ends in every text file and in incident.yaml."""
+    """Windows line ends in every text file and in incident.yaml, and a UTF-8 byte order mark
+    (as Notepad or PowerShell's Out-File write it) at the start of every other file."""
     def crlf(text: str) -> str:
         return re.sub(r"(?<!\r)\n", "\r\n", text)
 
-    for path in [*text_files(root), root / INCIDENT]:
+    for i, path in enumerate([root / INCIDENT, *text_files(root)]):
         if path.exists():
-            rewrite(path, crlf)
+            rewrite(path, lambda text, bom=i % 2 == 0: ("\ufeff" if bom else "") + crlf(text))
     return root
 
 

@@ -51,7 +51,7 @@ T = {t.name: t for t in (
     Transform("decoy-event", add_decoy_event, can_add_decoy, frozenset({"failure"})),
     Transform("reworded-question", reword_question),
     Transform("extra-files", add_extra_files),
-    Transform("crlf", to_crlf),
+    Transform("crlf-bom", to_crlf),
     Transform("gzip", toggle_gzip),
     Transform("rename-nest", rename_and_nest),
     Transform("wrap-in-folder", wrap_in_folder),
@@ -60,7 +60,7 @@ T = {t.name: t for t in (
 
 # in the order they run: content first, folder layout after, the archive last
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "layout": ("fqdn", "rank-order", "split-combined-log", "extra-files", "crlf",
+    "layout": ("fqdn", "rank-order", "split-combined-log", "extra-files", "crlf-bom",
                "rename-nest", "wrap-in-folder"),
     "packaging": ("merge-rank-logs", "time-zone", "gzip", "tar-gz"),
     "decoy": ("decoy-event",),

@@ -1,5 +1,6 @@
-"""A gzipped file reads as the plain one does, for every format (as `gzip -r bundle/` leaves
-it): the same format, the same events and facts; a compressed log's last line is found."""
+"""A file reads the same gzipped (as `gzip -r bundle/` leaves it) or with a UTF-8 byte order
+mark (as Notepad or PowerShell's Out-File write it), for every format: the same format, the
+same events; a compressed log's last line is found."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ SAMPLES = [
     "slowdown_cases/s20-gpu-throttling/metrics/dcgm_query_range.json",  # Prometheus API JSON
     "latency_cases/l11-kv-arrivals-with-high-batch-limit/config/engine_args.yaml",
     "cases/c01-gpu-hardware-xid79/slurm/sacct.txt",
+    "cases/c03-host-oom-slurm-memcg/slurm/sacct.json",
+    "cases/c12-host-oom-k8s-oomkilled/k8s/pods.json",
     "goodput_agent/demo/bundle/nodes/gpu-node-03/kern.log",
 ]
 
@@ -56,6 +59,20 @@ def test_a_gzipped_file_parses_as_the_plain_one(rel: str, tmp_path: Path) -> Non
     assert (b.format, len(b.events), b.rank_hosts) == (a.format, len(a.events), a.rank_hosts)
     assert [(e.kind, e.ts, e.node, e.rank, e.summary) for e in b.events] == \
         [(e.kind, e.ts, e.node, e.rank, e.summary) for e in a.events]
+
+
+@pytest.mark.parametrize("rel", SAMPLES, ids=lambda r: r.rsplit("/", 1)[-1])
+def test_a_file_with_a_byte_order_mark_parses_as_without(rel: str, tmp_path: Path) -> None:
+    plain = tmp_path / "plain" / Path(rel).name
+    marked = tmp_path / "marked" / Path(rel).name
+    plain.parent.mkdir()
+    marked.parent.mkdir()
+    shutil.copy(_sample(rel), plain)
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    a, b = _parse(plain), _parse(marked)
+    assert (b.format, len(b.events), b.rank_hosts) == (a.format, len(a.events), a.rank_hosts)
+    assert [(e.kind, e.ts, e.summary, e.excerpt) for e in b.events] == \
+        [(e.kind, e.ts, e.summary, e.excerpt) for e in a.events]
 
 
 def test_gzipped_engine_arguments_are_read(tmp_path: Path) -> None:
