@@ -57,8 +57,8 @@ def _clock(root: Path) -> ClockPolicy:
     return policy
 
 
-def _timed_lines(path: Path, rank: int, clock: ClockPolicy) -> list[tuple[float, int, int, str]]:
-    """(time, rank, line number, line): a line without a time takes its predecessor's."""
+def _timed_lines(path: Path, tie: int, clock: ClockPolicy) -> list[tuple[float, int, int, str]]:
+    """(time, tie order, line number, line): a line without a time takes its predecessor's."""
     lines = read_text(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -67,21 +67,24 @@ def _timed_lines(path: Path, rank: int, clock: ClockPolicy) -> list[tuple[float,
         hit = parse_any(line[:80], clock)
         if hit:
             last = max(last, hit[0].timestamp())  # each rank's lines stay in their order
-        out.append((last, rank, i, line))
+        out.append((last, tie, i, line))
     return out
 
 
 def merge_rank_logs(root: Path, info: CaseInfo) -> Path:
     """Each folder's per-rank logs become one combined log with `[rankN]:` or srun -l's
-    `N: ` prefixes, interleaved by time; the per-rank files are removed."""
+    `N: ` prefixes, interleaved by time; lines of different ranks at the same time come in a
+    shuffled rank order (it carries no meaning). The per-rank files are removed."""
     clock = _clock(root)
     for folder, files in per_rank_groups(root).items():
-        streams = [_timed_lines(path, rank, clock) for rank, path in sorted(files.items())]
+        ranks = sorted(files)
+        info.rng("ties").shuffle(ranks)
+        streams = [_timed_lines(files[rank], tie, clock) for tie, rank in enumerate(ranks)]
         width = len(str(max(files)))
         labels = info.rng("prefix").random() < 0.5
         merged = []
-        for _, rank, _, line in heapq.merge(*streams):
-            prefix = f"{rank:>{width}}: " if labels else f"[rank{rank}]:"
+        for _, tie, _, line in heapq.merge(*streams):
+            prefix = f"{ranks[tie]:>{width}}: " if labels else f"[rank{ranks[tie]}]:"
             merged.append(prefix + line)
         for path in files.values():
             path.unlink()
