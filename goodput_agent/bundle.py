@@ -178,7 +178,7 @@ def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
         entries = [p for p in cleanup.iterdir()]
         root = entries[0] if len(entries) == 1 and entries[0].is_dir() else cleanup
     else:
-        root = path
+        root = _unwrapped(path)
     try:
         inventory = scan(root, ignore)
     except BadInput:
@@ -186,6 +186,21 @@ def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
             shutil.rmtree(cleanup, ignore_errors=True)
         raise
     return Bundle(root, inventory, cleanup)
+
+
+def _unwrapped(folder: Path) -> Path:
+    """The bundle's own folder when `folder` holds nothing but it, with its incident.yaml (what
+    `tar xzf` of a bundle packed with its folder leaves where the user points): otherwise the
+    question, window and zone would be lost one level down."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return folder  # scan reports the unreadable folder
+    inner = entries[0] if len(entries) == 1 else None
+    if inner is not None and inner.is_dir() and not inner.is_symlink() and \
+            any((inner / name).is_file() for name in INCIDENT_NAMES):
+        return inner
+    return folder
 
 
 PARALLEL_SNIFF_FILES = 256  # identify files on every core past this many

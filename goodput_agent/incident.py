@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -48,6 +48,18 @@ class IncidentSpec(BaseModel):
                 raise ValueError(f"unknown time zone {v!r} (use an IANA name such as "
                                  "America/Chicago)") from None
         return v
+
+    @model_validator(mode="after")
+    def _windows_in_the_zone(self) -> IncidentSpec:
+        """Window times without a zone are in the bundle's zone, as every zoneless time is."""
+        zone = UTC if not self.timezone or self.timezone.upper() == "UTC" else \
+            ZoneInfo(self.timezone)
+        for name in ("window", "baseline", "incident"):
+            w = getattr(self, name)
+            if isinstance(w, Window) and w.start.tzinfo is None:
+                setattr(self, name, Window(start=w.start.replace(tzinfo=zone),
+                                           end=w.end.replace(tzinfo=zone)))
+        return self
 
     @field_validator("job", mode="before")
     @classmethod

@@ -1,5 +1,6 @@
 """Bundles: every file identified by content or listed unread with a reason."""
 
+from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -44,6 +45,24 @@ def test_incident_yaml_sets_the_clock(tmp_path: Path) -> None:
     inv = scan(tmp_path)
     assert inv.incident.job == "42"
     assert (inv.clock.tz_name, inv.clock.year) == ("America/Chicago", 2023)
+    # a window without a zone is in the bundle's zone, as every zoneless time is
+    assert inv.incident.window.start.isoformat() == "2023-02-01T10:00:00-06:00"
+    assert inv.incident.window.end.utcoffset() == timedelta(hours=-6)
+
+
+def test_a_folder_holding_only_the_bundle_folder_is_opened_at_the_bundle(tmp_path: Path) -> None:
+    inner = tmp_path / "incident-42"
+    (inner / "nodes" / "n1").mkdir(parents=True)
+    (inner / "incident.yaml").write_text("job: 42\ntimezone: America/Chicago\n")
+    (inner / "rank0.log").write_text("Traceback (most recent call last):\nValueError: x\n")
+    with open_bundle(tmp_path) as bundle:
+        assert bundle.root == inner and bundle.inventory.incident.job == "42"
+        assert bundle.inventory.clock.tz_name == "America/Chicago"
+        assert [f.rel_path for f in bundle.inventory.files] == ["rank0.log"]
+    (inner / "incident.yaml").unlink()  # no question: the folder is not taken for the bundle
+    with open_bundle(tmp_path) as bundle:
+        assert bundle.root == tmp_path
+        assert [f.rel_path for f in bundle.inventory.files] == ["incident-42/rank0.log"]
 
 
 def test_unknown_time_zone_is_a_one_line_error(tmp_path: Path) -> None:

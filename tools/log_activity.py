@@ -3,7 +3,8 @@
 A node that is lost, or a rank that hangs, shows up as a log that stops early; this tool reads
 only the head and tail of each file, so it costs the same for a 10 MB and a 10 GB log. In a job
 log it also finds the last line that shows training progress (a step, an iteration, a loss):
-the job was still working then, whatever happened before it.
+the job was still working then, whatever happened before it. A compressed log is read through
+once: its end cannot be reached otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.parsing.lines import read_head, read_tail
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
@@ -55,12 +57,10 @@ def _first_time(lines: list[str], policy: ClockPolicy) -> datetime | None:
 
 
 def _edges(path: Path, policy: ClockPolicy) -> tuple[datetime | None, datetime | None]:
-    with path.open("rb") as fh:
-        head = fh.read(TAIL_BYTES).decode("utf-8", errors="replace").splitlines()
-        size = fh.seek(0, 2)
-        fh.seek(max(0, size - TAIL_BYTES))
-        tail = fh.read().decode("utf-8", errors="replace").splitlines()
-    if size > TAIL_BYTES and tail:
+    head = read_head(path, TAIL_BYTES).decode("utf-8", errors="replace").splitlines()
+    raw, cut = read_tail(path, TAIL_BYTES)
+    tail = raw.decode("utf-8", errors="replace").splitlines()
+    if cut and tail:
         tail = tail[1:]  # the first tail line may be cut
     return _first_time(head, policy), _first_time(list(reversed(tail)), policy)
 
@@ -75,6 +75,8 @@ def progress_lines(path: Path, policy: ClockPolicy,
                    count: int) -> list[tuple[datetime, int | None]]:
     """The newest `count` progress lines (time, step), newest first, read backwards in chunks
     within PROGRESS_SCAN_BYTES of the end."""
+    if path.suffix == ".gz":
+        return _progress_in_tail(path, policy, count)
     out: list[tuple[datetime, int | None]] = []
     with path.open("rb") as fh:
         end = fh.seek(0, 2)
@@ -93,6 +95,20 @@ def progress_lines(path: Path, policy: ClockPolicy,
                         return out
             scanned += end - start
             end = start
+    return out
+
+
+def _progress_in_tail(path: Path, policy: ClockPolicy,
+                      count: int) -> list[tuple[datetime, int | None]]:
+    raw, cut = read_tail(path, PROGRESS_SCAN_BYTES)
+    lines = raw.split(b"\n")[1 if cut else 0:]
+    out: list[tuple[datetime, int | None]] = []
+    for line in reversed(lines):
+        found = _progress_line(line.decode("utf-8", errors="replace"), policy)
+        if found:
+            out.append(found)
+            if len(out) >= count:
+                break
     return out
 
 
@@ -117,8 +133,6 @@ class LogActivityTool(Tool[ActivityInput, ActivityOutput]):
         out = ActivityOutput()
         policy = ctx.bundle.inventory.clock
         for f in ctx.bundle.inventory.of_format("job_log", "kernel_log"):
-            if f.rel_path.endswith(".gz"):
-                continue
             path = ctx.bundle.root / f.rel_path
             first, last = _edges(path, policy)
             found = progress_lines(path, policy, 2) if f.format == "job_log" else []

@@ -34,7 +34,15 @@ from goodput_agent.errors import BadInput
 from goodput_agent.metrics.source import Point, Selector, TimeWindow
 from goodput_agent.metrics.vllm_names import ConfigRevision, parse_engine_args
 from goodput_agent.parsing.base import ParseError
-from goodput_agent.parsing.lines import CHUNK_BYTES, MAX_LINE_CHARS, _open, read_head
+from goodput_agent.parsing.lines import (
+    CHUNK_BYTES,
+    MAX_LINE_CHARS,
+    _open,
+    _without_bom,
+    plain_suffix,
+    read_head,
+    read_whole_text,
+)
 from goodput_agent.parsing.openmetrics import _SAMPLE, Series, _labels
 
 LOOKBACK_S = 300.0  # Prometheus' default lookback delta
@@ -47,8 +55,11 @@ def _text_lines(path: Path) -> Iterator[str]:
     any newline is dropped rather than held."""
     with _open(path) as fh:
         carry = b""
+        first = True
         while True:
             block = fh.read(CHUNK_BYTES)
+            if first:
+                block, first = _without_bom(block), False
             if not block:
                 if carry:
                     yield carry[:MAX_LINE_CHARS].decode("utf-8", errors="replace")
@@ -452,10 +463,10 @@ def load_engine_args(path: Path, rel: str) -> list[ConfigRevision]:
     revision started serving (absent: always). Any other file is one command line
     (backslash continuations allowed) that applies to the whole bundle."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise BadInput(f"{rel}: cannot read: {exc.strerror}") from None
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        text = read_whole_text(path)
+    except (OSError, EOFError) as exc:
+        raise BadInput(f"{rel}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if plain_suffix(path) not in (".yaml", ".yml", ".json"):
         argv = text.replace("\\\n", " ")
         return [ConfigRevision(since=None, args=parse_engine_args(argv), source=rel)]
     try:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.lines import read_whole_text
 
 _ENGINE = re.compile(r"\bvllm\b|vllm\.entrypoints", re.I)
 _FLAG = re.compile(r"(?:^|[\s'\"])--[a-z][a-z0-9-]+", re.M)
@@ -32,7 +33,7 @@ class EngineConfigParser:
             _ENGINE.search(ln) and _FLAG.search(ln) for ln in lines)
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_whole_text(path)
         return ParseResult(format=self.format, lines_read=text.count("\n"),
                            facts={"engine_config": ctx.rel_path})
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
+from goodput_agent.parsing.lines import read_whole
 
 FORMAT = "flight_recorder"
 MAX_BYTES = 256 * 1024 * 1024
@@ -203,10 +204,11 @@ class FlightRecorderParser:
     @staticmethod
     def _read(path: Path, ctx: ParseContext) -> bytes:
         try:
-            if path.stat().st_size > MAX_BYTES:
+            raw = read_whole(path, MAX_BYTES)
+            if len(raw) > MAX_BYTES:
                 raise ParseError(f"{ctx.rel_path}: dump larger than {MAX_BYTES} bytes")
-            return path.read_bytes()
-        except OSError as e:
+            return raw
+        except (OSError, EOFError) as e:
             raise ParseError(f"cannot read {ctx.rel_path}: {e.strerror or e}") from e
 
     @staticmethod

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.lines import read_whole_text
 
 _SBATCH = re.compile(r"^#SBATCH\s", re.M)
 _NAME = re.compile(r"^batch_script-\d+(?:_\d+)?\.sh$")
@@ -20,7 +21,7 @@ class JobScriptParser:
         return bool(_NAME.match(name)) or (head.startswith("#!") and bool(_SBATCH.search(head)))
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_whole_text(path)
         return ParseResult(format=self.format, lines_read=text.count("\n"),
                            facts={"job_script": ctx.rel_path, "sbatch": [
                                ln for ln in text.splitlines() if ln.startswith("#SBATCH")]})

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.lines import read_whole_text
 
 _KIND = re.compile(r"^kind:\s*['\"]?(Deployment|StatefulSet)\b", re.M)
 _API = re.compile(r"^apiVersion:\s*['\"]?apps/v1\b", re.M)
@@ -21,7 +22,7 @@ class K8sManifestParser:
             and bool(_API.search(head))
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_whole_text(path)
         return ParseResult(format=self.format, lines_read=text.count("\n"),
                            facts={"manifest": ctx.rel_path, "kinds": _KIND.findall(text)})
 

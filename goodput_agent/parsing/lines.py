@@ -21,6 +21,13 @@ def _open(path: Path):
     return path.open("rb")
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark (Windows editors, PowerShell's Out-File)
+
+
+def _without_bom(data: bytes) -> bytes:
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
 _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")  # colour and cursor codes (rich, torchrun)
 
 
@@ -31,7 +38,7 @@ def strip_ansi(raw: bytes) -> bytes:
 def decode(raw: bytes) -> str:
     if len(raw) > MAX_LINE_CHARS:
         raw = raw[:MAX_LINE_CHARS]
-    return strip_ansi(raw).decode("utf-8", errors="replace").rstrip("\r\n")
+    return strip_ansi(raw).decode("utf-8", errors="replace").rstrip("\r\n").removeprefix("\ufeff")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -97,6 +104,41 @@ def read_head(path: Path, limit: int = 64 * 1024) -> bytes:
     """The first `limit` bytes (decompressed for .gz): enough to identify a file's format."""
     try:
         with _open(path) as fh:
-            return fh.read(limit)
+            return _without_bom(fh.read(limit))
     except (OSError, EOFError):
         return b""
+
+
+def read_tail(path: Path, limit: int = 64 * 1024) -> tuple[bytes, bool]:
+    """The last `limit` bytes (of the decompressed text for .gz, which is read through once),
+    and whether the file holds more than that (the first line of the tail may be cut)."""
+    if path.suffix != ".gz":
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - limit))
+            return fh.read(), size > limit
+    tail, more = b"", False
+    try:
+        with _open(path) as fh:
+            while block := fh.read(CHUNK_BYTES):
+                more = more or len(tail) + len(block) > limit
+                tail = (tail + block)[-limit:]
+    except (OSError, EOFError):
+        pass  # a truncated archive: what could be read
+    return tail, more
+
+
+def read_whole(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, decompressed for .gz; with `limit`, at most limit + 1 bytes (a caller
+    can tell a file over its limit without holding all of it). OSError/EOFError propagate."""
+    with _open(path) as fh:
+        return _without_bom(fh.read(-1 if limit is None else limit + 1))
+
+
+def read_whole_text(path: Path) -> str:
+    return read_whole(path).decode("utf-8", errors="replace")
+
+
+def plain_suffix(path: Path) -> str:
+    """The suffix that tells the format: `.yaml` for both config.yaml and config.yaml.gz."""
+    return Path(path.stem).suffix.lower() if path.suffix == ".gz" else path.suffix.lower()

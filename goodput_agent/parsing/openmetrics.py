@@ -17,7 +17,7 @@ from goodput_agent.analysis.xid_catalog import lookup
 from goodput_agent.events import Clock, Event, EventKind, Locator
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.kernel_log import norm_pci
-from goodput_agent.parsing.lines import iter_lines
+from goodput_agent.parsing.lines import iter_lines, read_whole_text
 
 _SAMPLE = re.compile(
     r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>\S+))?"
@@ -119,9 +119,9 @@ class PromApiJsonParser:
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+            doc = json.loads(read_whole_text(path))
             result = doc["data"]["result"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, OSError, EOFError) as exc:
             raise ParseError(f"{ctx.rel_path}: not a Prometheus API response ({exc})") from None
         names = sorted({r.get("metric", {}).get("__name__", "") for r in result} - {""})
         xids = XidSeriesReader(ctx)

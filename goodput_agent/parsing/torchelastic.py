@@ -33,6 +33,7 @@ from goodput_agent.parsing.job_log import (
     rank_from_filename,
     summarize_callstack,
 )
+from goodput_agent.parsing.lines import read_whole
 
 FORMAT = "torchelastic_error"
 MAX_BYTES = 50 * 1024 * 1024
@@ -127,10 +128,11 @@ class TorchelasticErrorParser:
     @staticmethod
     def _read(path: Path, ctx: ParseContext) -> str:
         try:
-            if path.stat().st_size > MAX_BYTES:
+            raw = read_whole(path, MAX_BYTES)
+            if len(raw) > MAX_BYTES:
                 raise ParseError(f"{ctx.rel_path}: error file larger than {MAX_BYTES} bytes")
-            return path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as e:
+            return raw.decode("utf-8", errors="replace")
+        except (OSError, EOFError) as e:
             raise ParseError(f"cannot read {ctx.rel_path}: {e.strerror or e}") from e
 
     def _event(self, text: str, ctx: ParseContext, message: str, callstack: str | None,
