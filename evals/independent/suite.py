@@ -33,10 +33,14 @@ def _makers() -> list[tuple[str, str, Maker, int]]:
     return rows
 
 
-def generate_cases(seed: int) -> list[Case]:
+def generate_cases(seed: int, kinds: str = "fsl", per_kind: int | None = None) -> list[Case]:
+    """kinds: which of failure (f), slowdown (s), latency (l); per_kind: at most that many
+    variants of each class (all by default)."""
     cases = []
     for prefix, name, maker, count in _makers():
-        for variant in range(count):
+        if prefix not in kinds:
+            continue
+        for variant in range(min(count, per_kind or count)):
             rng = random.Random(f"{seed}:{name}:{variant}")
             cases.append(maker(rng, f"{prefix}-{name}-{variant + 1:02d}", variant))
     return cases
