@@ -95,8 +95,8 @@ def _simulate(rng: random.Random, start: datetime, minutes: int, change_min: int
             prompt = max(4, rng.lognormvariate(math.log(load.prompt), 0.5))
             output = max(1, rng.lognormvariate(math.log(load.output), 0.6))
             queue = rng.expovariate(1 / load.queue_s)
-            prefill = prompt / 9000 * rng.uniform(0.8, 1.2) + 0.01
-            itl = rng.uniform(0.018, 0.026) * (1 + 0.15 * (load.kv > 0.95))
+            prefill = prompt / 2500 * rng.uniform(0.8, 1.2) + 0.02  # chunked prefill under load
+            itl = rng.uniform(0.018, 0.026) * (1 + 0.15 * (load.kv > 0.95) + prompt / 80000)
             decode = output * itl
             for name, value in (("vllm:e2e_request_latency_seconds", queue + prefill + decode),
                                 ("vllm:request_queue_time_seconds", queue),
@@ -125,7 +125,7 @@ def _case(rng: random.Random, case_id: str, variant: int, cause: str) -> Case:
                      tzinfo=UTC)
     minutes = rng.choice((150, 180))
     change = rng.randint(int(minutes * 0.4), int(minutes * 0.65))
-    base = Load(rate=rng.uniform(2, 5), prompt=rng.uniform(400, 1500), output=rng.uniform(120,
+    base = Load(rate=rng.uniform(2, 5), prompt=rng.uniform(1200, 3000), output=rng.uniform(120,
                 400), queue_s=rng.uniform(0.01, 0.05), kv=rng.uniform(0.3, 0.55), preempt_per_s=0,
                 waiting=rng.uniform(0, 2), running=rng.uniform(20, 60))
     after = _after(base, cause, rng)

@@ -70,8 +70,11 @@ def write_rank_logs(files: dict[str, str], job: Job, lines: dict[int, list[tuple
 def nccl_init(job: Job, rank: int, t: datetime) -> tuple[datetime, str]:
     host = job.log_host(job.host_of(rank))
     pid = job.pids[rank]
-    return t, (f"{host}:{pid}:{pid + 71} [{job.local_rank(rank)}] NCCL INFO cudaDriverVersion "
-               f"12040 rank {rank} nranks {job.world} - Init COMPLETE")
+    local = job.local_rank(rank)
+    bus = ("1b", "3d", "4c", "5d", "9b", "bb", "cb", "db")[local % 8]
+    return t, (f"{host}:{pid}:{pid + 71} [{local}] NCCL INFO comm 0x{pid * 4099:x} rank {rank} "
+               f"nranks {job.world} cudaDev {local} nvmlDev {local} busId {bus}000 commId "
+               f"0x{int(job.job_id) * 7919:x} - Init COMPLETE")
 
 
 def watchdog(t: datetime, rank: int, seq: int, timeout_ms: int = 600000) -> str:
