@@ -37,7 +37,7 @@ class Load:
 
 
 def _after(base: Load, cause: str, rng: random.Random) -> Load:
-    k = rng.uniform(2.2, 3.5)
+    k = rng.uniform(3, 4)
     if cause == "queueing":
         return replace(base, rate=base.rate * rng.uniform(1.6, 2.2), queue_s=rng.uniform(3, 9),
                        waiting=rng.uniform(25, 60), running=base.running * 1.3, kv=base.kv + 0.1)
@@ -95,7 +95,7 @@ def _simulate(rng: random.Random, start: datetime, minutes: int, change_min: int
             prompt = max(4, rng.lognormvariate(math.log(load.prompt), 0.5))
             output = max(1, rng.lognormvariate(math.log(load.output), 0.6))
             queue = rng.expovariate(1 / load.queue_s)
-            prefill = prompt / 2500 * rng.uniform(0.8, 1.2) + 0.02  # chunked prefill under load
+            prefill = prompt / 1500 * rng.uniform(0.8, 1.2) + 0.02  # chunked prefill under load
             itl = rng.uniform(0.018, 0.026) * (1 + 0.15 * (load.kv > 0.95) + prompt / 80000)
             decode = output * itl
             for name, value in (("vllm:e2e_request_latency_seconds", queue + prefill + decode),
