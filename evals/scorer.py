@@ -96,6 +96,9 @@ BASELINE_WORDS = {
 
 
 def suite_dir(name: str) -> Path:
+    if name == "independent":  # held out: generated on demand from a fixed seed, never shipped
+        from goodput_agent.evals.independent import generated_suite
+        return generated_suite()
     return Path(__file__).resolve().parent / SUITES[name]
 
 

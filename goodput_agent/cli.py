@@ -309,8 +309,9 @@ def schema_report() -> None:
 @cli.command("eval")
 @click.option("--cases", type=click.Path(path_type=Path), default=None,
               help="Folder of generated cases (default: the shipped suites).")
-@click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "all"]),
-              default="all", show_default=True, help="Which shipped suite to score.")
+@click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "independent",
+                                            "all"]), default="all", show_default=True,
+              help="Which suite to score (independent: generated held-out cases, not in all).")
 @_with(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
