@@ -87,3 +87,15 @@ def test_healthy_control_gives_no_failure_verdict(shared_dir: Path, tmp_path: Pa
         report = investigate_bundle(bundle, ledger)
     assert report.root_cause.category == "unknown"
     assert log.name in report.unread
+
+
+def test_every_healthy_control_gives_no_failure_verdict(shared_dir: Path, tmp_path: Path) -> None:
+    healthy = [log for log, meta in _excerpts(shared_dir) if meta["label"] == "healthy"]
+    assert healthy
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        for log in healthy:
+            bundle = tmp_path / log.stem
+            bundle.mkdir()
+            shutil.copy(log, bundle / log.name)  # a one-file bundle in tmp, not in the repo
+            report = investigate_bundle(bundle, ledger)
+            assert report.root_cause.category == "unknown", log.stem

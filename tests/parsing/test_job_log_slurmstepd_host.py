@@ -1,6 +1,7 @@
 """slurmstepd names its log lines `slurmstepd-<node>:` on Slurm versions that print the node
-(real lines from DataBiosphere/toil#4706 and nextflow-io/nextflow#5332, kept verbatim under
-evals/realworld/incidents/): a file holding only such lines is a job log, not unread."""
+(format as printed in https://github.com/DataBiosphere/toil/issues/4706 and
+https://github.com/nextflow-io/nextflow/issues/5332; node, job and times changed): a file
+holding only such lines is a job log, not unread."""
 
 from __future__ import annotations
 
@@ -14,14 +15,25 @@ from goodput_agent.parsing.job_log import PARSER
 from goodput_agent.parsing.registry import identify
 from goodput_agent.parsing.timefmt import ClockPolicy
 
-INCIDENTS = Path(__file__).resolve().parents[2] / "evals" / "realworld" / "incidents"
-TIME_LIMIT = (INCIDENTS / "toil4706_vg_index_job_time_limit_phoenix07"
-              / "logs/batchLogs/slurm-1449736.err")
-OOM_KILL = INCIDENTS / "nextflow5332_awk_count_reads_oom_kill_ignored/work/.command.log"
+TIME_LIMIT = ("slurm-2203417.err", "slurmstepd-cn-113: error: *** JOB 2203417 ON cn-113 "
+              "CANCELLED AT 2023-11-18T04:22:51 DUE TO TIME LIMIT ***\n")
+# the thread elided part of the node name and step id itself
+OOM_KILL = (".command.log", "slurmstepd-gpu-...: error: Detected 1 oom_kill event in "
+            "StepId=55xxxx\n")
 
 
-@pytest.mark.parametrize("path", [TIME_LIMIT, OOM_KILL], ids=["time_limit", "oom_kill"])
-def test_a_slurmstepd_line_with_the_node_in_its_name_is_a_job_log(path: Path) -> None:
+@pytest.fixture
+def write(tmp_path: Path):
+    def _write(specimen: tuple[str, str]) -> Path:
+        path = tmp_path / specimen[0]
+        path.write_text(specimen[1])
+        return path
+    return _write
+
+
+@pytest.mark.parametrize("specimen", [TIME_LIMIT, OOM_KILL], ids=["time_limit", "oom_kill"])
+def test_a_slurmstepd_line_with_the_node_in_its_name_is_a_job_log(write, specimen) -> None:
+    path = write(specimen)
     head = path.read_text()
     parser = identify(head, path.name)
     assert parser is not None and parser.format == PARSER.format
@@ -32,15 +44,15 @@ def _events(path: Path):
     return PARSER.parse(path, ctx).events
 
 
-def test_the_named_slurmstepd_time_limit_line_is_read_as_the_time_limit() -> None:
-    [event] = [e for e in _events(TIME_LIMIT) if e.role == Role.primary]
+def test_the_named_slurmstepd_time_limit_line_is_read_as_the_time_limit(write) -> None:
+    [event] = [e for e in _events(write(TIME_LIMIT)) if e.role == Role.primary]
     assert event.kind == EventKind.time_limit and event.category == "time_limit"
-    assert event.node == "phoenix-07"
-    assert event.ts is not None and event.ts.isoformat().startswith("2023-12-03T12:47:09")
+    assert event.node == "cn-113"
+    assert event.ts is not None and event.ts.isoformat().startswith("2023-11-18T04:22:51")
 
 
-def test_the_named_slurmstepd_oom_kill_line_is_a_host_oom() -> None:
-    [event] = [e for e in _events(OOM_KILL) if e.role == Role.primary]
+def test_the_named_slurmstepd_oom_kill_line_is_a_host_oom(write) -> None:
+    [event] = [e for e in _events(write(OOM_KILL)) if e.role == Role.primary]
     assert event.category == "host_oom"
 
 

@@ -1,0 +1,55 @@
+"""How a corpus label from a public thread maps onto the product's categories, and how one
+investigated entry is judged against it (node and rank too where the label names them).
+
+`healthy` means the thread shows nothing failed, which the product answers with `unknown`.
+`other` and `unknown` say the cause is outside the taxonomy or not established: never decisive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from evals.corpus_manifest import CorpusEntry
+from goodput_agent.report import Report
+
+LABEL_TO_CATEGORY = {
+    "gpu_hardware": "gpu_hardware", "gpu_oom": "gpu_oom", "host_oom": "host_oom",
+    "application_error": "application_error", "network": "network_fault",
+    "time_limit": "time_limit", "preempted": "preempted", "node_failure": "node_failure",
+    "hang": "hang", "timeout": "hang", "kv_cache_preemption": "kv_cache_pressure",
+    "healthy": "unknown",
+}
+UNDECIDABLE_LABELS = frozenset({"other", "unknown"})
+LABELS = frozenset(LABEL_TO_CATEGORY) | UNDECIDABLE_LABELS
+# Hangs caused by one rank's own work are labelled application_error in their threads; the
+# product calls that class `hang`, so both are accepted there.
+HANG_BY_OWN_WORK = frozenset({"accelerate314_timeout_one_rank_reading_200G_file",
+                              "autocast381_postfit_allreduce_timeout_rank0_barrier"})
+
+
+@dataclass
+class Score:
+    checked: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return (self.checked - len(self.mismatches)) / self.checked if self.checked else 0.0
+
+    def judge(self, entry: CorpusEntry, report: Report) -> None:
+        """Count a decisive label: its category, and its node and rank where it names them."""
+        if not entry.decisive or entry.label not in LABEL_TO_CATEGORY:
+            return
+        self.checked += 1
+        rc = report.root_cause
+        want = {LABEL_TO_CATEGORY[entry.label]} | ({"hang"} if entry.id in HANG_BY_OWN_WORK
+                                                   else set())
+        wrong = []
+        if rc.category not in want:
+            wrong.append(f"category {rc.category} (thread: {entry.label})")
+        if entry.node and rc.node != entry.node:
+            wrong.append(f"node {rc.node} (thread: {entry.node})")
+        if entry.rank is not None and rc.rank != entry.rank:
+            wrong.append(f"rank {rc.rank} (thread: {entry.rank})")
+        if wrong:
+            self.mismatches.append(f"{entry.id}: " + ", ".join(wrong))
