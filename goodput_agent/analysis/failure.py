@@ -34,7 +34,7 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
     weight,
 )
 from goodput_agent.analysis.failure_notes import clock_notes, note_missing_sources, timeline
-from goodput_agent.analysis.hang import HangFinding, find_stuck_rank
+from goodput_agent.analysis.hang import HangFinding, find_stuck_rank, silent_ranks_own_errors
 from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
 from goodput_agent.events import Clock, Event, EventKind, Role
 
@@ -432,6 +432,8 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
                                       + ("the scheduler reports a failure but no log explains it"
                                          if failed else "no failure evidence in the bundle"))
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
+    if own := silent_ranks_own_errors(hang, events, obs.rank_hosts):
+        return _own_error_verdict(own, hang, node, events)
     elastic = [e for e in events if e.kind == EventKind.elastic_failure]
     conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
     alts: list[Alternative] = []
@@ -453,3 +455,22 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
                           confidence=round(max(0.2, min(0.9, conf)), 2), evidence=hang.evidence,
                           alternatives=alts,
                           summary=f"No rank failed on its own: {hang.reason}")
+
+
+def _own_error_verdict(own: list[Event], hang: HangFinding, node: str | None,
+                       events: list[Event]) -> FailureVerdict:
+    """The ranks the others waited for had failed in NCCL themselves first: that error, not a
+    hang, is the story. Its code alone ("unhandled system error") does not say which system
+    call failed, so the confidence stays moderate."""
+    first = own[0]
+    ranks = sorted({e.rank for e in own if e.rank is not None})
+    where = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
+    return FailureVerdict(
+        category=first.category or "unknown", node=node or first.node,
+        rank=ranks[0] if len(ranks) == 1 else None, confidence=0.6,
+        evidence=own[:2] + hang.evidence[:1],
+        alternatives=[Alternative(category="hang", node=node, confidence=0.2,
+                                  evidence=hang.evidence[:1],
+                                  why_not=f"the others waited, but {where} had failed first")],
+        summary=(f"{first.summary} on {where}{' on ' + node if node else ''} at "
+                 f"{_fmt(first.ts)}, before the other ranks' watchdogs fired: {hang.reason}"))

@@ -129,3 +129,23 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int],
 def _first_of_others(progress: dict[int, RankProgress], skip: int | None) -> list[Event]:
     firsts = [p.events[0] for r, p in sorted(progress.items()) if r != skip and p.timed_out]
     return firsts[:2]
+
+
+def silent_ranks_own_errors(finding: HangFinding, events: list[Event],
+                            rank_hosts: dict[int, str] | None = None) -> list[Event]:
+    """The errors the ranks that never entered the stalled collective raised themselves (an
+    NCCL call of theirs failing: system, internal or CUDA error) no later than the first
+    watchdog line of a waiting rank: why those ranks stopped, rather than a hang."""
+    silent = set(finding.ranks_behind)
+    if finding.node is not None:
+        silent |= {r for r, h in (rank_hosts or {}).items() if h == finding.node}
+    if finding.rank is not None:
+        silent.add(finding.rank)
+    waits = [e.ts for e in events if e.kind == EventKind.nccl_watchdog_timeout and e.ts
+             and e.rank not in silent]
+    if not silent or not waits:
+        return []
+    first_wait = min(waits)
+    own = [e for e in events if e.kind == EventKind.nccl_error and e.rank in silent
+           and e.category and e.ts and e.ts <= first_wait]
+    return sorted(own, key=Event.sort_key)

@@ -590,8 +590,11 @@ def _compute_candidate(inc: _Run, what: str, conf: float, changes: list[FamilyCh
                                     f"ranks' do not: {what}", have_clocks)
     where = ("every rank" if len(slow_ranks) == len(inc.timelines) else "ranks " + ", ".join(
         str(inc.breakdown.ranks[i].rank) for i in slow_ranks))
+    # the slow ranks all ran on one host: that host is where it is, whatever the cause
+    hosts = {inc.breakdown.ranks[i].host for i in slow_ranks}
     return _Candidate("gpu_throttling", min(conf, 0.45), f"the same kernels run slower per "
                       f"call on {where} ({text}): {what}", [],
+                      node=next(iter(hosts)) if len(hosts) == 1 else None,
                       unknowns=(_no_clocks(have_clocks, "the kernels are"),))
 
 

@@ -220,3 +220,26 @@ def test_a_cause_long_before_the_jobs_end_with_no_sign_of_work_after_it_is_kept_
     v = diagnose(Observations(events=[crash, end], activity=went_on, rank_hosts={3: "n0"}))
     assert (v.category, v.rank) == ("unknown", None)  # only FAILED is left: no verdict
     assert any("pre-existing" in a.why_not and a.rank == 3 for a in v.alternatives)
+
+
+def _one_node_silent(error_at: float) -> list[Event]:
+    """Ranks 0-7 on n0 wait in a collective; ranks 8-15 on n1 printed no watchdog line but an
+    NCCL error of their own ("unhandled system error") at `error_at`."""
+    events = timeouts(range(8), t=1200, seq=None)
+    return events + [ev(EventKind.nccl_error, Role.symptom, "network_fault", t=error_at, rank=r,
+                        node="n1", path=f"logs/rank{r}.log", nccl_code="ncclSystemError")
+                     for r in range(8, 16)]
+
+
+def test_the_silent_ranks_own_error_before_the_others_waited_is_the_cause() -> None:
+    hosts = {r: f"n{r // 8}" for r in range(16)}
+    v = diagnose(Observations(events=_one_node_silent(error_at=600), rank_hosts=hosts))
+    assert (v.category, v.node, v.rank) == ("network_fault", "n1", None)
+    assert v.confidence < 0.7  # the error code alone does not say which system call failed
+    assert any(a.category == "hang" for a in v.alternatives)
+
+
+def test_an_error_the_silent_ranks_printed_after_the_others_waited_leaves_a_hang() -> None:
+    hosts = {r: f"n{r // 8}" for r in range(16)}
+    v = diagnose(Observations(events=_one_node_silent(error_at=1300), rank_hosts=hosts))
+    assert (v.category, v.node) == ("hang", "n1")

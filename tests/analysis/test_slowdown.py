@@ -201,3 +201,11 @@ def test_generated_cases_are_named(tmp_path, kw, category, rank):
     if category == "gpu_throttling":
         assert v.gpu == "1" and v.node == "gpu-node-01"
         assert any(e.kind == "metric_series" for e in v.evidence)
+
+
+@pytest.mark.parametrize(("gpus_per_node", "node"), [(8, "node-0"), (2, None)])
+def test_kernels_slower_on_every_rank_are_located_only_when_the_ranks_share_a_host(
+        gpus_per_node, node):
+    _, v = analyse(ddp_run(slow={r: 1.4 for r in range(4)}, gpus_per_node=gpus_per_node),
+                   baseline())
+    assert (v.category, v.rank, v.node) == ("gpu_throttling", None, node)
