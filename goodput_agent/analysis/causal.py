@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel
 
 from goodput_agent.analysis.failure_model import SCHEDULER_KINDS, Alternative, Candidate
-from goodput_agent.analysis.observations import NodeNames, Observations
+from goodput_agent.analysis.observations import NodeNames, Observations, iso_time
 from goodput_agent.events import Clock, Event, EventKind, Role
 
 # A collective is enqueued a little ahead of the fault that stalls it (the CPU runs ahead).
@@ -102,15 +102,7 @@ def job_rows(events: list[Event]) -> list[Event]:
 
 def job_end(events: list[Event], obs: Observations) -> datetime | None:
     """When the scheduler ended the job (its own row, not a step), else the job logs' end."""
-    ends = []
-    for e in job_rows(events):
-        end = e.detail.get("end")
-        if isinstance(end, str):
-            try:
-                ts = datetime.fromisoformat(end)
-            except ValueError:
-                continue
-            ends.append(obs.clock.localize(ts) if ts.tzinfo is None else ts)
+    ends = [ts for e in job_rows(events) if (ts := iso_time(e.detail.get("end"), obs))]
     if ends:
         return max(ends)
     lasts = [a.last for a in obs.activity if a.last and a.format != "kernel_log"]
@@ -161,13 +153,7 @@ def progress_marks(events: list[Event], obs: Observations, names: NodeNames) -> 
             marks.append(Progress(at=a.last, node=node, rank=a.rank, path=a.path,
                                   what=f"{a.path} goes on logging"))
     for e in job_rows(events):
-        start = e.detail.get("start")
-        if isinstance(start, str):
-            try:
-                ts = datetime.fromisoformat(start)
-            except ValueError:
-                continue
-            ts = obs.clock.localize(ts) if ts.tzinfo is None else ts
+        if ts := iso_time(e.detail.get("start"), obs):
             marks.append(Progress(at=ts, node=None, rank=None, what="the scheduler started "
                                                                    "the job"))
     return marks

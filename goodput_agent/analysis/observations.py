@@ -84,16 +84,22 @@ def job_window(obs: Observations) -> tuple[datetime | None, datetime | None]:
             if obs.job_id and str(job.get("job_id", "")).split(".")[0] != obs.job_id:
                 continue
             for key, acc in (("start", starts), ("end", ends)):
-                value = job.get(key)
-                if isinstance(value, str):
-                    try:
-                        ts = datetime.fromisoformat(value)
-                    except ValueError:
-                        continue
-                    acc.append(obs.clock.localize(ts) if ts.tzinfo is None else ts)
-                elif isinstance(value, datetime):
-                    acc.append(value)
+                if ts := iso_time(job.get(key), obs):
+                    acc.append(ts)
     return (min(starts) if starts else None, max(ends) if ends else None)
+
+
+def iso_time(value: object, obs: Observations) -> datetime | None:
+    """A scheduler's time field (ISO text or a datetime), in the bundle's zone when it has none."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return obs.clock.localize(ts) if ts.tzinfo is None else ts
 
 
 def in_window(ts: datetime | None, window: tuple[datetime | None, datetime | None]) -> bool:
