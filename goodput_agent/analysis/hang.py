@@ -75,7 +75,7 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int],
                     rank_hosts: dict[int, str] | None = None) -> HangFinding | None:
     progress = progress_by_rank(events)
     if not any(p.timed_out for p in progress.values()):
-        return None
+        return _stuck_watchdogs(events)
     timed_out = sum(p.timed_out for p in progress.values())
     positioned = {r: p.position for r, p in progress.items() if p.position is not None}
     if len(positioned) >= 2 and min(positioned.values()) < max(positioned.values()):
@@ -124,6 +124,24 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int],
         evidence=_first_of_others(progress, None),
         reason=(f"{timed_out} ranks timed out in collectives with no error of their own; the "
                 "progress of the ranks does not single one out"))
+
+
+def _stuck_watchdogs(events: list[Event]) -> HangFinding | None:
+    """No rank timed out waiting, but ranks' watchdogs themselves stopped (PyTorch's heartbeat
+    monitor: "watchdog got stuck ... without making progress"): those processes hung inside a
+    CUDA or NCCL call. A hang, though which rank stopped first is not told."""
+    stuck = [e for e in events if e.kind == EventKind.nccl_watchdog_timeout
+             and e.detail.get("heartbeat")]
+    if not stuck:
+        return None
+    ranks = sorted({e.rank for e in stuck if e.rank is not None})
+    nodes = {e.node for e in stuck}
+    return HangFinding(
+        rank=None, node=next(iter(nodes)) if len(nodes) == 1 else None, strength=0.0,
+        ranks_behind=ranks, evidence=sorted(stuck, key=Event.sort_key)[:2],
+        reason=(f"the watchdog of {len(ranks) or 'a'} rank{'s' if len(ranks) != 1 else ''} "
+                "got stuck without progress (a NCCL or CUDA call that never returned); no "
+                "collective timed out, so which rank stopped first is not told"))
 
 
 def _first_of_others(progress: dict[int, RankProgress], skip: int | None) -> list[Event]:

@@ -558,8 +558,11 @@ _KILLED = re.compile(r"^\s*Killed\s*$|: \d+ Killed\s")
 _WORLD = re.compile(r"(?i)\bworld[_ ]size\b[\"']?\s*[:=]\s*(\d+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 # torchelastic's _FAILURE_FORMAT_TEMPLATE pads every key to 10 columns
-_ELASTIC_FIELD = re.compile(r"^\s+(?P<key>time {6}|host {6}|rank {6}|exitcode {2}|error_file|"
-                            r"traceback ): ?(?P<val>.*)$")
+# torch >= 1.11 pads the keys ("time      : ..."); 1.9-1.10 do not and carry the error file's
+# JSON under "msg:" ("message": "ValueError: ...")
+_ELASTIC_FIELD = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|traceback|msg)"
+                            r" *: ?(?P<val>.*)$")
+_ELASTIC_MSG_JSON = re.compile(r'^\s*"message"\s*:\s*"(?P<text>.*?)",?\s*$')
 
 _IBV_STATUS = ("SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
                "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
@@ -878,7 +881,7 @@ class _FileParser:
 
     def _elastic_block(self, stream: _Stream, content: str) -> bool:
         s = content.strip()
-        if s.startswith("Root Cause (first observed failure)"):
+        if s == "Root Cause:" or s.startswith("Root Cause (first observed failure)"):
             self._flush_entry(stream)
             stream.section = "root"
             return True
@@ -895,7 +898,7 @@ class _FileParser:
             return True
         m = _ELASTIC_FIELD.match(content)
         if not m:
-            return False
+            return self._elastic_msg(stream, content)
         key, val = m["key"].strip(), m["val"].strip()
         if key == "time" or stream.entry is None:
             self._flush_entry(stream)
@@ -906,6 +909,17 @@ class _FileParser:
         entry.end = self.lineno
         if key == "traceback" and val.startswith("Traceback"):
             stream.tb = _Traceback(self.lineno, entry=entry)
+        return True
+
+    def _elastic_msg(self, stream: _Stream, content: str) -> bool:
+        """The exception inside a torch 1.9-1.10 summary's "msg:" JSON, as its traceback line."""
+        entry = stream.entry
+        if entry is None or "msg" not in entry.fields:
+            return False
+        entry.end = self.lineno
+        m = _ELASTIC_MSG_JSON.match(content)
+        if m and entry.exc is None and (exc := parse_exception_line(m["text"])):
+            self._emit_traceback(_Traceback(self.lineno, entry=entry), exc[0], exc[1])
         return True
 
     def _entry_identity(self, e: _ElasticEntry) -> dict[str, Any]:
@@ -1536,7 +1550,8 @@ class _RankResolver:
 _SNIFF_POSITIVE = re.compile(
     r"(?m)^\s*(?:\d{1,6}: )?\[(?:rank|default)\d+\]:|Traceback \(most recent call last\)|"
     r"[\w.\-]+:\d+:\d+ \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN)|NCCL WARN|ProcessGroupNCCL|"
-    r"torch\.distributed|torchrun|ChildFailedError|srun: error|slurmstepd(?:-[\w.\-]+)?: error|"
+    r"torch\.distributed|torchrun|ChildFailedError|^Root Cause(?: \(first observed failure\))?:|"
+    r"srun: error|slurmstepd(?:-[\w.\-]+)?: error|"
     r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
     r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: |cuda runtime error \(\d+\)|"
     r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"

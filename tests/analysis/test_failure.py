@@ -243,3 +243,11 @@ def test_an_error_the_silent_ranks_printed_after_the_others_waited_leaves_a_hang
     hosts = {r: f"n{r // 8}" for r in range(16)}
     v = diagnose(Observations(events=_one_node_silent(error_at=1300), rank_hosts=hosts))
     assert (v.category, v.node) == ("hang", "n1")
+
+
+def test_stuck_watchdogs_without_a_timeout_are_a_hang_with_no_rank_singled_out() -> None:
+    stuck = [ev(EventKind.nccl_watchdog_timeout, Role.symptom, t=900 + r, rank=r, node="n0",
+                path=f"logs/rank{r}.log", heartbeat=True, stuck_s=600) for r in range(3)]
+    v = diagnose(Observations(events=stuck, rank_hosts={r: "n0" for r in range(3)}))
+    assert (v.category, v.rank) == ("hang", None) and v.confidence <= 0.5
+    assert any("could not be singled out" in u for u in v.unknowns)

@@ -630,6 +630,41 @@ Root Cause (first observed failure):
     assert root.detail["exitcode"] == 1 and "signal" not in root.detail
 
 
+def test_torch_1_10_summary_with_unpadded_keys_and_the_error_json_under_msg(tmp_path) -> None:
+    # the shape torch 1.9-1.10's elastic/multiprocessing/errors printed (keys not padded, the
+    # error file's JSON under "msg:"); hand-written after that format, names made up
+    text = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+***************************************
+            train.py FAILED
+=======================================
+Root Cause:
+[0]:
+  time: 2021-08-26_17:12:07
+  rank: 2 (local_rank: 2)
+  exitcode: 1 (pid: 8045)
+  error_file: /tmp/torchelastic_x/attempt_0/2/error.json
+  msg:
+    {
+      "message": "ValueError: labels missing from batch",
+      "extraInfo": {
+        "py_callstack": [
+          "  File \\"/work/train.py\\", line 7, in <module>\\n    main()\\n"
+        ],
+        "timestamp": "1629997927"
+      }
+    }
+=======================================
+"""
+    res = parse(tmp_path, text)
+    exc = next(e for e in res.events if e.detail.get("via") == "torchelastic_summary")
+    assert (exc.category, exc.rank, exc.role) == ("application_error", 2, Role.primary)
+    assert exc.detail["exc_type"] == "ValueError"
+    root = only(res, EventKind.elastic_failure)
+    assert root.detail["root_rank"] == 2 and root.detail["exitcode"] == 1
+    assert root.ts == datetime(2021, 8, 26, 17, 12, 7, tzinfo=UTC)
+
+
 # --- Slurm lines in job output ---------------------------------------------------------------
 
 
