@@ -23,7 +23,7 @@ class EngineConfigParser:
     format = "engine_config"
 
     def sniff(self, head: str, name: str) -> bool:
-        if not (_ENGINE.search(head) and _FLAG.search(head)):
+        if "vllm" not in head.lower() or not (_ENGINE.search(head) and _FLAG.search(head)):
             return False
         if _REVISIONS.search(head):
             return True

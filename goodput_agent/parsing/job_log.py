@@ -1566,12 +1566,16 @@ _SACCT = re.compile(r"(?m)^\s*JobID\s+JobName|^JobID\|JobName|^-{6,} -{6,}|^\s*P
                     r"^JobId=\d+ ")
 
 
+# replacement characters (undecodable bytes) and control characters other than tab, line
+# ends and ESC (colour codes)
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f]")
+
+
 def _looks_text(head: str) -> bool:
     if not head or "\x00" in head[:4096]:
         return False
     sample = head[:4096]
-    bad = sum(1 for ch in sample if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\r\n\x1b"))
-    return bad * 20 < len(sample)
+    return len(_NOT_TEXT.findall(sample)) * 20 < len(sample)
 
 
 class JobLogParser:

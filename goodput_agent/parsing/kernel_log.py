@@ -900,10 +900,16 @@ _SYSLOG_ANY = re.compile(rf"{_MONTHS}\s+\d{{1,2}}\s+\d{{2}}:\d{{2}}:\d{{2}}(?:\.
 _NAME_HINT = re.compile(r"dmesg|kern|syslog|messages|journal|kmsg|device.?plugin", re.IGNORECASE)
 
 
+def _either(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+    """One pattern for several: a sniff tries hundreds of lines of every file in a bundle."""
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+
+
+_SHAPE_AT_START, _SHAPE_INSIDE = _either(_SHAPES), _either(_SHAPES_ANYWHERE)
+
+
 def _kernel_shaped(line: str) -> bool:
-    if any(p.match(line) for p in _SHAPES):
-        return True
-    return any(p.search(line) for p in _SHAPES_ANYWHERE)
+    return bool(_SHAPE_AT_START.match(line) or _SHAPE_INSIDE.search(line))
 
 
 class KernelLogParser:
