@@ -238,6 +238,10 @@ def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
         conf -= 0.15
         unknowns.append(f"{rivals[0].category} on {rivals[0].event.node} started within the "
                         f"{obs.clock.skew_tolerance_s:g} s skew tolerance of the verdict")
+    if e.detail.get("without_traceback"):
+        conf = min(conf, CONTESTED_CONFIDENCE)
+        unknowns.append(f"the verdict rests on one exception line without its traceback "
+                        f"({e.locator}): where it was raised is not in the bundle")
     if e.node and obs.kernel_log_nodes and e.node not in obs.kernel_log_nodes \
             and best.category in ("gpu_hardware", "host_oom", "network_fault", "node_failure"):
         conf -= 0.08

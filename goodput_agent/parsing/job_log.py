@@ -55,6 +55,7 @@ from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 FORMAT = "job_log"
 EXCERPT_CHARS = 500
 MESSAGE_CHARS = 1000
+BARE_EXCEPTION_WEIGHT = 0.3  # an exception line without its traceback
 LOOKBACK_LINES = 20_000  # how far back (undecoded lines) to look for the carried time
 
 # Literal markers: a line is decoded only when it holds one of these (case-sensitive). Each
@@ -851,7 +852,7 @@ class _FileParser:
             stream.tb = None  # never saw its exception line
         return content[:1].isspace() or not stripped
 
-    def _emit_traceback(self, tb: _Traceback, exc_type: str, message: str) -> None:
+    def _emit_traceback(self, tb: _Traceback, exc_type: str, message: str) -> _Pending:
         v = classify_exception(exc_type, message)
         detail = {"exc_type": exc_type, "message": message[:MESSAGE_CHARS],
                   "traceback_start_line": tb.start, **frames_detail(tb.frames), **v.detail}
@@ -876,6 +877,7 @@ class _FileParser:
             t = parse_time_text(tb.entry.fields["time"], self.policy)
             if t:
                 p.ts, p.clock = t
+        return p
 
     # -- torchelastic ChildFailedError summary
 
@@ -995,7 +997,8 @@ class _FileParser:
     def _match(self, stream: _Stream, c: str) -> None:
         for matcher in (self._m_watchdog, self._m_progress, self._m_nccl_line, self._m_ib,
                         self._m_kernel, self._m_oom, self._m_cuda, self._m_socket, self._m_conn,
-                        self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash):
+                        self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash,
+                        self._m_bare_exception):
             if matcher(stream, c):
                 return
 
@@ -1365,6 +1368,19 @@ class _FileParser:
                      {"signal_name": "SIGKILL"})
             return True
         return False
+
+    def _m_bare_exception(self, stream: _Stream, c: str) -> bool:
+        """An exception line with no traceback above it (a log that kept only its last line):
+        the same class as with its traceback, but one line a decoy could print, so it weighs
+        less."""
+        exc = parse_exception_line(c)
+        if exc is None or exc[2] > 0:
+            return False
+        if exc[1].startswith("Caught "):  # PyTorch's ExceptionWrapper: the original follows
+            return True
+        p = self._emit_traceback(_Traceback(self.lineno), exc[0], exc[1])
+        p.detail.update(without_traceback=True, weight=BARE_EXCEPTION_WEIGHT)
+        return True
 
     # -- the end: ranks, hosts, GPUs
 

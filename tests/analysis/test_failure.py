@@ -251,3 +251,11 @@ def test_stuck_watchdogs_without_a_timeout_are_a_hang_with_no_rank_singled_out()
     v = diagnose(Observations(events=stuck, rank_hosts={r: "n0" for r in range(3)}))
     assert (v.category, v.rank) == ("hang", None) and v.confidence <= 0.5
     assert any("could not be singled out" in u for u in v.unknowns)
+
+
+def test_a_verdict_resting_on_an_exception_line_without_its_traceback_stays_below_half() -> None:
+    exc = ev(EventKind.python_exception, Role.primary, "application_error", t=10, rank=0,
+             node="n0", without_traceback=True, weight=0.3, exc_type="ValueError")
+    v = diagnose(Observations(events=[exc]))
+    assert v.category == "application_error" and v.confidence < 0.5
+    assert any("without its traceback" in u for u in v.unknowns)

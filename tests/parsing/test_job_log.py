@@ -665,6 +665,26 @@ Root Cause:
     assert root.ts == datetime(2021, 8, 26, 17, 12, 7, tzinfo=UTC)
 
 
+def test_an_exception_line_without_its_traceback_is_an_event_that_weighs_less(tmp_path) -> None:
+    res = parse(tmp_path, "epoch 3 step 120 loss 2.31\n"
+                          "ValueError: labels missing from batch 412\n")
+    exc = only(res, EventKind.python_exception)
+    assert (exc.category, exc.role) == ("application_error", Role.primary)
+    assert exc.detail["without_traceback"] is True and exc.detail["weight"] < 0.5
+
+
+def test_the_exception_line_of_a_traceback_is_one_event_not_two(tmp_path) -> None:
+    res = parse(tmp_path, 'Traceback (most recent call last):\n  File "/w/train.py", line 9, '
+                          'in main\n    step()\nValueError: labels missing\n')
+    exc = only(res, EventKind.python_exception)
+    assert "without_traceback" not in exc.detail
+
+
+def test_pytorchs_exception_wrapper_line_is_not_a_second_cause(tmp_path) -> None:
+    res = parse(tmp_path, "RuntimeError: Caught ValueError in DataLoader worker process 0.\n")
+    assert not [e for e in res.events if e.role == Role.primary]
+
+
 # --- Slurm lines in job output ---------------------------------------------------------------
 
 
