@@ -431,10 +431,19 @@ def _hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str]
                   and e.role != Role.context]
         unknowns.append("no event that can start a failure (Xid, OOM, exception, NIC fault, "
                         "node loss, time limit, preemption) and no collective timeouts were found")
-        return FailureVerdict(category="unknown", confidence=0.0, evidence=failed[:3],
-                              summary="Not enough evidence for a verdict: "
-                                      + ("the scheduler reports a failure but no log explains it"
-                                         if failed else "no failure evidence in the bundle"))
+        symptoms = sorted((e for e in events if e.role == Role.symptom and e not in failed),
+                          key=Event.sort_key)
+        if failed:
+            why = "the scheduler reports a failure but no log explains it"
+        elif symptoms:
+            why = (f"the bundle holds only symptoms ({len(symptoms)}, the first: "
+                   f"{symptoms[0].summary} at {symptoms[0].locator}); what started the "
+                   "failure is not in it")
+        else:
+            why = "no failure evidence in the bundle"
+        return FailureVerdict(category="unknown", confidence=0.0,
+                              evidence=(failed or symptoms)[:3],
+                              summary=f"Not enough evidence for a verdict: {why}")
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
     if own := silent_ranks_own_errors(hang, events, obs.rank_hosts):
         return _own_error_verdict(own, hang, node, events)

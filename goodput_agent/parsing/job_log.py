@@ -866,7 +866,7 @@ class _FileParser:
         elif v.kind == EventKind.cuda_error:
             summary = f"CUDA error: {v.detail['cuda_error']}"
         else:
-            summary = f"{exc_type}: {message}"[:200]
+            summary = (f"{exc_type}: {message}" if message else exc_type)[:200]
         kw: dict[str, Any] = {"line_start": tb.start}
         if tb.entry is not None:
             tb.entry.exc = (exc_type, message)

@@ -259,3 +259,11 @@ def test_a_verdict_resting_on_an_exception_line_without_its_traceback_stays_belo
     v = diagnose(Observations(events=[exc]))
     assert v.category == "application_error" and v.confidence < 0.5
     assert any("without its traceback" in u for u in v.unknowns)
+
+
+def test_a_bundle_of_symptoms_alone_is_unknown_and_says_it_holds_only_symptoms() -> None:
+    waiting = ev(EventKind.python_exception, Role.symptom, None, t=5, rank=1,
+                 exc_type="torch.distributed.DistStoreError")
+    v = diagnose(Observations(events=[waiting]))
+    assert (v.category, v.confidence) == ("unknown", 0.0)
+    assert "only symptoms (1" in v.summary and v.evidence == [waiting]
