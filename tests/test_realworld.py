@@ -19,7 +19,7 @@ LABEL_TO_CATEGORY = {"gpu_hardware": {"gpu_hardware"}, "gpu_oom": {"gpu_oom"},
 HANG_BY_OWN_WORK = {"accelerate314_timeout_one_rank_reading_200G_file",
                     "autocast381_postfit_allreduce_timeout_rank0_barrier"}
 # Excerpts whose deciding evidence is not in the text (a narrative without the raw lines, or a
-# format outside the bundle contract such as `kubectl describe`): the label is not decisive.
+# signal that does not single out the class): the label is not decisive.
 NOT_DECISIVE = {
     "ogkm1151_xid79_rtx5080_link_up_device_dead": "narrative, no raw Xid line",
     "ogkm1355_xid145_nvlink_b300_vllm_tp_narrative": "narrative, no raw Xid line",
@@ -27,7 +27,6 @@ NOT_DECISIVE = {
     "alpacalora546_killed_loading_checkpoint_shards": "only the word 'killed' in prose",
     "nccl2076_ncclremoteerror_ib_nodes": "only the remote-error symptom on one rank",
     "nccl697_ncclsystemerror_socket_ifname_bridges": "ncclSystemError from interface choice",
-    "gpuoperator331_crashloopbackoff_oomkilled": "kubectl describe text, not -o json",
 }
 
 

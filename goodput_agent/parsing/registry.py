@@ -12,7 +12,7 @@ from goodput_agent.parsing.base import Parser
 # Format groups that tools and the planner select by (one list, next to the parsers).
 SLURM_FORMATS = frozenset({"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json",
                            "scontrol_job", "scontrol_node", "sinfo_reasons", "sinfo"})
-KUBERNETES_FORMATS = frozenset({"k8s_list"})
+KUBERNETES_FORMATS = frozenset({"k8s_list", "k8s_describe"})
 SCHEDULER_FORMATS = SLURM_FORMATS | KUBERNETES_FORMATS
 JOB_LOG_FORMATS = frozenset({"job_log", "torchelastic_error", "flight_recorder"})
 METRICS_FORMATS = frozenset({"openmetrics", "prom_api_json"})
@@ -27,6 +27,7 @@ def parsers() -> tuple[Parser, ...]:
         job_log,
         job_script,
         k8s,
+        k8s_describe,
         k8s_manifest,
         kernel_log,
         kineto,
@@ -46,6 +47,7 @@ def parsers() -> tuple[Parser, ...]:
         job_script.PARSER,  # before the logs: a script's echo lines are not output
         k8s_manifest.PARSER,
         engine_config.PARSER,  # before the logs: a command line is configuration, not output
+        k8s_describe.PARSER,  # before the logs: describe's "State: Terminated" is not output
         kernel_log.PARSER,
         job_log.PARSER,
     )
