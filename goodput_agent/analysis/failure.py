@@ -216,7 +216,13 @@ def _pick_placed(cands: list[Candidate], tolerance: timedelta) -> Candidate:
     # better, and the confidence says the order is unknown.
     untimed = [c for c in cands if c.at is None and c.strength > best.strength
                and (c.event.node is not None or best.event.node is None)]
-    return max(untimed, key=lambda c: c.strength) if untimed else best
+    if untimed:
+        return max(untimed, key=lambda c: c.strength)
+    # the same failure told twice, once with its time and once with its place (slurmstepd's
+    # cancel line and srun's "Node failure on X"): the one that says where locates it
+    where = [c for c in cands if c.at is None and c.category == best.category
+             and best.event.node is None and c.event.node is not None]
+    return max(where, key=lambda c: c.strength) if where else best
 
 
 def names_for(obs: Observations) -> NodeNames:

@@ -1306,7 +1306,12 @@ class _FileParser:
         else:
             kind = EventKind.job_state if what == "job" else EventKind.step_state
             role, cat = Role.symptom, None
-        p = self.add(kind, role, cat, summary, d, node=m["node"])
+        # "ON <node>" is where the reporting slurmstepd ran; a failed node cannot report, so
+        # for a node failure it is not the failed node (srun's "Node failure on X" names that)
+        node = None if kind == EventKind.node_fail else m["node"]
+        if node is None:
+            d["reported_on"] = d.pop("node")
+        p = self.add(kind, role, cat, summary, d, node=node)
         if t := parse_time_text(m["ts"], self.policy):
             p.ts, p.clock = t
 

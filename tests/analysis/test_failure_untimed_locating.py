@@ -38,3 +38,24 @@ def test_the_order_of_the_two_lines_does_not_move_the_node(tmp_path: Path) -> No
     with Ledger(tmp_path / "l.duckdb") as ledger:
         report = investigate_bundle(bundle, ledger)
     assert report.root_cause.node == "nid004512"
+
+
+NODE_FAILURE = [
+    "srun: error: Node failure on gpu-a012\n",
+    "slurmstepd: error: *** STEP 881234.0 ON gpu-a011 CANCELLED AT 2025-03-02T10:14:55 DUE TO "
+    "NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n",
+]
+
+
+def test_a_node_failure_is_placed_where_srun_says_not_where_slurmstepd_reported_it(
+        tmp_path: Path) -> None:
+    # the ON node of a cancel line is the reporting slurmstepd's (often the batch host): a
+    # failed node cannot report its own failure
+    for order, lines in enumerate((NODE_FAILURE, NODE_FAILURE[::-1])):
+        bundle = tmp_path / f"b{order}"
+        bundle.mkdir()
+        (bundle / NAME).write_text("".join(lines))
+        with Ledger(tmp_path / f"l{order}.duckdb") as ledger:
+            report = investigate_bundle(bundle, ledger)
+        assert (report.root_cause.category, report.root_cause.node) == (
+            "node_failure", "gpu-a012")
