@@ -13,12 +13,17 @@ import click
 from goodput_agent.errors import BadInput
 
 claude_options = [
-    click.option("--planner", type=click.Choice(["offline", "claude"]), default="offline",
-                 show_default=True,
-                 help="Who plans: the offline playbook, or Claude (needs ANTHROPIC_API_KEY)."),
+    click.option("--planner", type=click.Choice(["offline", "claude", "openai-compatible"]),
+                 default="offline", show_default=True,
+                 help="Who plans: the offline playbook, Claude (needs ANTHROPIC_API_KEY), or "
+                      "a self-hosted model (openai-compatible: --base-url, --model)."),
     click.option("--model", default=None, help="Claude model (env GOODPUT_MODEL, config)."),
     click.option("--base-url", default=None,
                  help="Anthropic-compatible endpoint (env ANTHROPIC_BASE_URL, config)."),
+    click.option("--api-key-env", default=None,
+                 help="openai-compatible: env variable holding an API key (optional)."),
+    click.option("--context-window", type=int, default=None,
+                 help="openai-compatible: the model's context window in tokens (32768)."),
     click.option("--max-turns", type=int, default=None, help="Budget: model turns."),
     click.option("--max-tool-calls", type=int, default=None, help="Budget: tool calls."),
     click.option("--max-input-tokens", type=int, default=None, help="Budget: input tokens."),
@@ -41,6 +46,10 @@ def _with(options: list) -> Any:  # noqa: ANN401 - click decorators
 def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
     """ClaudeSettings from config, env and flags when the planner is claude (else None).
     Without an API key: BadInput, one line pointing at the offline planner."""
+    if planner == "openai-compatible":
+        from goodput_agent.planner.openai_config import load_openai_settings
+
+        return load_openai_settings(flags)
     if planner != "claude":
         return None
     from goodput_agent.planner.claude_config import load_settings, require_key

@@ -1,0 +1,97 @@
+"""A scripted OpenAI chat-completions server (a FIXTURE, not a recording): it replays model
+turns written by the tests, in the chat-completions response shape, on 127.0.0.1, and records
+every request body. A turn is a reply dict (`message`, optional `usage`), an error
+(status, message), or a function of the request body returning one (so a scripted model can
+cite the evidence ids the previous tool result showed it)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ChatError:
+    status: int
+    message: str
+
+
+Turn = dict[str, Any] | ChatError
+Script = list[Turn | Callable[[dict[str, Any]], Turn]]
+
+_ids = iter(range(1, 10**9))
+
+
+def call(name: str, args: Any, raw: str | None = None) -> dict[str, Any]:
+    """One tool call; `raw` sends arguments that are not the JSON of `args` (truncated...)."""
+    return {"id": f"call_{next(_ids)}", "type": "function",
+            "function": {"name": name, "arguments": raw if raw is not None else json.dumps(args)}}
+
+
+def reply(*calls: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    return {"message": {"role": "assistant", "content": text, "tool_calls": list(calls) or None}}
+
+
+def last_tool_texts(body: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for m in reversed(body["messages"]):
+        if m["role"] != "tool":
+            break
+        out.append(str(m["content"]))
+    return out
+
+
+@dataclass
+class Server:
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@contextmanager
+def scripted_chat_completions(script: Script) -> Iterator[Server]:
+    turns = list(script)
+    lock = threading.Lock()
+    server_state = Server(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:  # noqa: ANN401
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                server_state.requests.append(body)
+                turn = turns.pop(0) if turns else ChatError(500, "script exhausted")
+            if callable(turn):
+                turn = turn(body)
+            if isinstance(turn, ChatError):
+                self._send(turn.status, {"error": {"message": turn.message}})
+                return
+            usage = turn.get("usage") or {"prompt_tokens": len(json.dumps(body)) // 4,
+                                          "completion_tokens": 20}
+            self._send(200, {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion",
+                             "choices": [{"index": 0, "message": turn["message"],
+                                          "finish_reason": "tool_calls"}], "usage": usage})
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server_state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server_state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
