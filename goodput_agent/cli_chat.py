@@ -67,6 +67,8 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
               help="Resume the chat of (or talk about) this investigation id.")
 @click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
               help="DuckDB ledger file (default: user data dir).")
+@click.option("--openai-compatible", "openai_compatible", is_flag=True,
+              help="Talk to a self-hosted OpenAI-compatible server (--base-url, --model).")
 @_with(claude_options[1:])
 def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None,
          **flags: Any) -> None:
@@ -76,7 +78,8 @@ def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None,
 
     if (bundle is None) == (inv_id is None):
         raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
-    settings = claude_settings("claude", flags)
+    backend = "openai-compatible" if flags.pop("openai_compatible", False) else "claude"
+    settings = claude_settings(backend, flags)
     with open_ledger(ledger_path) as ledger:
         if inv_id is not None:
             row = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
@@ -106,12 +109,23 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
                 f"chat about {bundle}", kind, str(bundle), "claude-chat", __version__,
                 prompt_hash=system_prompt(chat=True)[1])
         session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),
-                              kind or "failure")
+                              kind or "failure", client=_client_for(settings))
         run_chat(session)
 
 
-def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any]
-                     ) -> None:
+def _client_for(settings: Any) -> Any:  # noqa: ANN401
+    """The chat-completions client for OpenAI-compatible settings; None: the Messages API."""
+    from goodput_agent.planner.openai_config import OpenAICompatSettings
+
+    if isinstance(settings, OpenAICompatSettings):
+        from goodput_agent.planner.openai_client import ChatCompletionsClient
+
+        return ChatCompletionsClient(settings)
+    return None
+
+
+def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any],
+                     planner: str = "claude") -> None:
     """Each case investigated by the offline planner and by Claude, side by side: verdict,
     tool calls, tokens and cost per case."""
     import tempfile
@@ -125,7 +139,7 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
     from goodput_agent.render import TerminalConsole
     from goodput_agent.untrusted import markup
 
-    settings = claude_settings("claude", flags)
+    settings = claude_settings(planner, flags)
     roots = [cases] if cases else [suite_dir(n) for n in (SUITES if suite == "all" else [suite])
                                    if suite_dir(n).is_dir()]
     case_dirs = sorted(p.parent for r in roots for p in r.glob("*/expected.json"))

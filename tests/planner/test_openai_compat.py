@@ -115,3 +115,23 @@ def test_server_without_tools_falls_back_to_offline(tmp_path: Path, demo_bundle:
     report, (_, _, result) = investigate(script, tmp_path, demo_bundle)
     assert "does not support tool calls" in result.stderr
     assert report["root_cause"]["category"] == "gpu_hardware"  # the offline planner's report
+
+
+def _give_up(body: dict[str, Any]) -> dict[str, Any]:
+    kind = next(k for k in ("failure", "slowdown", "latency")
+                if k in body["messages"][1]["content"])
+    return reply(call("finish_investigation", {
+        "kind": kind, "category": "unknown", "confidence": 0.0,
+        "summary": "the scripted model concludes nothing", "retry": {"useful": None,
+                                                                     "why": "n/a"}}))
+
+
+def test_eval_runs_a_suite_against_the_scripted_model(tmp_path: Path) -> None:
+    with scripted_chat_completions([_give_up] * 200) as api:
+        result = CliRunner().invoke(cli, [
+            "eval", "--suite", "failure", "--planner", "openai-compatible",
+            "--base-url", api.url, "--model", "qwen-test"])
+        served = len(api.requests)
+    assert result.exit_code == 0, result.output
+    assert served >= 1
+    assert "token" in result.output.lower() and "cost" in result.output.lower()
