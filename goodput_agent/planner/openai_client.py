@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import orjson
 import structlog
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from goodput_agent.planner.claude_client import DeadlineReached, Turn
+from goodput_agent.planner.claude_client import DeadlineReached, Turn, retry_after_s
 from goodput_agent.planner.claude_config import ClaudeSettings
 
 log = structlog.get_logger(__name__)
@@ -113,8 +113,7 @@ class ChatCompletionsClient:
                 "tools": to_openai_tools(request.get("tools", [])), "tool_choice": "auto"}
         retrying = Retrying(retry=retry_if_exception(_retryable),
                             stop=stop_after_attempt(self.settings.retry.attempts),
-                            wait=wait_exponential(multiplier=self.settings.retry.initial_s,
-                                                  max=self.settings.retry.max_s),
+                            wait=self._wait,
                             sleep=self._sleep, reraise=True)
         t0 = time.perf_counter()
         for attempt in retrying:
@@ -142,6 +141,15 @@ class ChatCompletionsClient:
         log.info("chat_completions_call", model=self.settings.model, stop_reason=stop,
                  input_tokens=turn.input_tokens, output_tokens=turn.output_tokens)
         return turn
+
+    def _wait(self, state: RetryCallState) -> float:
+        """`retry-after` when the server sends one (capped), else exponential backoff."""
+        exc = state.outcome.exception() if state.outcome else None
+        r = self.settings.retry
+        after = retry_after_s(exc)
+        if after is not None:
+            return min(after, r.retry_after_cap_s)
+        return min(r.max_s, r.initial_s * 2 ** (state.attempt_number - 1))
 
     def _send(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
         response = self.http.post("/chat/completions", json=body, timeout=timeout)

@@ -135,3 +135,12 @@ def test_eval_runs_a_suite_against_the_scripted_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert served >= 1
     assert "token" in result.output.lower() and "cost" in result.output.lower()
+
+
+def test_429_is_retried_honouring_retry_after(tmp_path: Path, demo_bundle: Path) -> None:
+    script: Script = [ChatError(429, "slow down", {"retry-after": "0.01"}),
+                      ChatError(503, "loading"), reply(call("kernel_log_events", {})),
+                      xid_claim, finish]
+    report, (_, requests, _) = investigate(script, tmp_path, demo_bundle)
+    assert len(requests) == 5
+    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")

@@ -19,6 +19,7 @@ from typing import Any
 class ChatError:
     status: int
     message: str
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 Turn = dict[str, Any] | ChatError
@@ -70,7 +71,7 @@ def scripted_chat_completions(script: Script) -> Iterator[Server]:
             if callable(turn):
                 turn = turn(body)
             if isinstance(turn, ChatError):
-                self._send(turn.status, {"error": {"message": turn.message}})
+                self._send(turn.status, {"error": {"message": turn.message}}, turn.headers)
                 return
             usage = turn.get("usage") or {"prompt_tokens": len(json.dumps(body)) // 4,
                                           "completion_tokens": 20}
@@ -78,9 +79,12 @@ def scripted_chat_completions(script: Script) -> Iterator[Server]:
                              "choices": [{"index": 0, "message": turn["message"],
                                           "finish_reason": "tool_calls"}], "usage": usage})
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
+        def _send(self, status: int, payload: dict[str, Any],
+                  headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
