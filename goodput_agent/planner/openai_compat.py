@@ -27,15 +27,15 @@ def investigate_with_model(settings: Any, ctx: Any, ledger: Any,  # noqa: ANN401
         return claude_investigate(settings, ctx, ledger, client=client, **kw)  # type: ignore[arg-type]
     except ToolsUnsupported as exc:
         why = f"the server at {settings.base_url} does not support tool calls"
-        log.warning("model_without_tools", base_url=settings.base_url, error=str(exc)[:200])
+        log.info("model_without_tools", base_url=settings.base_url, error=str(exc)[:200])
     except httpx.HTTPStatusError as exc:
         why = (f"the server at {settings.base_url} refused the request "
                f"(HTTP {exc.response.status_code}"
                + (", context length exceeded" if "context" in exc.response.text.lower() else "")
                + ")")
-        log.warning("model_request_refused", status=exc.response.status_code)
+        log.info("model_request_refused", status=exc.response.status_code)
     except httpx.HTTPError as exc:
         why = f"the server at {settings.base_url} could not be reached ({type(exc).__name__})"
-        log.warning("model_unreachable", error=type(exc).__name__)
+        log.info("model_unreachable", error=type(exc).__name__)
     print(f"goodput: {why}; falling back to the offline planner's report", file=sys.stderr)
     return None

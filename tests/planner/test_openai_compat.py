@@ -144,3 +144,19 @@ def test_429_is_retried_honouring_retry_after(tmp_path: Path, demo_bundle: Path)
     report, (_, requests, _) = investigate(script, tmp_path, demo_bundle)
     assert len(requests) == 5
     assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+
+
+def test_reply_without_a_tool_call_is_nudged(tmp_path: Path, demo_bundle: Path) -> None:
+    script: Script = [reply(call("kernel_log_events", {})), reply(text="It is probably Xid."),
+                      reply(call("kernel_log_events", {})), xid_claim, finish]
+    report, (_, requests, _) = investigate(script, tmp_path, demo_bundle)
+    assert "finish_investigation" in requests[2]["messages"][-1]["content"]
+    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+
+
+def test_context_length_error_is_named_in_one_line(tmp_path: Path, demo_bundle: Path) -> None:
+    script: Script = [ChatError(400, "This model's maximum context length is 8192 tokens")]
+    report, (_, _, result) = investigate(script, tmp_path, demo_bundle)
+    assert "context length exceeded" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert report["root_cause"]["category"]  # still a report, no traceback
