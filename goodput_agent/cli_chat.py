@@ -24,6 +24,8 @@ claude_options = [
                  help="openai-compatible: env variable holding an API key (optional)."),
     click.option("--context-window", type=int, default=None,
                  help="openai-compatible: the model's context window in tokens (32768)."),
+    click.option("--stream/--no-stream", default=None,
+                 help="openai-compatible: ask for streamed answers (chat always streams)."),
     click.option("--max-turns", type=int, default=None, help="Budget: model turns."),
     click.option("--max-tool-calls", type=int, default=None, help="Budget: tool calls."),
     click.option("--max-input-tokens", type=int, default=None, help="Budget: input tokens."),

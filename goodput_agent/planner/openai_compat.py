@@ -1,21 +1,37 @@
 """Choose the wire protocol for a model-planned investigation. The Claude planner's loop runs
 unchanged; with OpenAI-compatible settings it talks chat-completions. A server that cannot do
-tools, or refuses the request (context length, bad request), is named in one line and the
-caller falls back to the offline planner's report (None here)."""
+tools, refuses the request (a context still too long after compaction, a bad request) or
+cannot be reached is named in one line, and the caller falls back to the offline planner's
+report (None here)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-import httpx
 import structlog
 
 from goodput_agent.planner.claude import investigate as claude_investigate
+from goodput_agent.planner.claude_client import ContextExceeded, ModelCallFailed
 from goodput_agent.planner.openai_client import ChatCompletionsClient, ToolsUnsupported
 from goodput_agent.planner.openai_config import OpenAICompatSettings
+from goodput_agent.untrusted import line
 
 log = structlog.get_logger(__name__)
+PLANNER_NAME = "openai-compatible"
+
+
+def why_failed(settings: OpenAICompatSettings, exc: ModelCallFailed) -> str:
+    """One line saying what the server did (its own words are untrusted: escaped, cut)."""
+    where = f"the server at {settings.base_url}"
+    if isinstance(exc, ToolsUnsupported):
+        return f"{where} does not support tool calls ({exc.text[:120]})"
+    if isinstance(exc, ContextExceeded):
+        return (f"{where} refused the request: context length exceeded even after compaction "
+                f"(context window {settings.context_window} tokens; try --context-window)")
+    if exc.__cause__ is not None:
+        return f"{where} could not be reached or answered badly ({exc})"
+    return f"{where} refused the request ({exc})"
 
 
 def investigate_with_model(settings: Any, ctx: Any, ledger: Any,  # noqa: ANN401
@@ -24,18 +40,11 @@ def investigate_with_model(settings: Any, ctx: Any, ledger: Any,  # noqa: ANN401
         return claude_investigate(settings, ctx, ledger, **kw)
     client = ChatCompletionsClient(settings)
     try:
-        return claude_investigate(settings, ctx, ledger, client=client, **kw)  # type: ignore[arg-type]
-    except ToolsUnsupported as exc:
-        why = f"the server at {settings.base_url} does not support tool calls"
-        log.info("model_without_tools", base_url=settings.base_url, error=str(exc)[:200])
-    except httpx.HTTPStatusError as exc:
-        why = (f"the server at {settings.base_url} refused the request "
-               f"(HTTP {exc.response.status_code}"
-               + (", context length exceeded" if "context" in exc.response.text.lower() else "")
-               + ")")
-        log.info("model_request_refused", status=exc.response.status_code)
-    except httpx.HTTPError as exc:
-        why = f"the server at {settings.base_url} could not be reached ({type(exc).__name__})"
-        log.info("model_unreachable", error=type(exc).__name__)
-    print(f"goodput: {why}; falling back to the offline planner's report", file=sys.stderr)
+        return claude_investigate(settings, ctx, ledger, client=client,  # type: ignore[arg-type]
+                                  planner=PLANNER_NAME, **kw)
+    except ModelCallFailed as exc:
+        why = why_failed(settings, exc)
+        log.info("model_call_failed", base_url=settings.base_url, error=str(exc)[:200])
+    print(line(f"goodput: {why}; falling back to the offline planner's report"),
+          file=sys.stderr)
     return None

@@ -2,7 +2,11 @@
 turns written by the tests, in the chat-completions response shape, on 127.0.0.1, and records
 every request body. A turn is a reply dict (`message`, optional `usage`), an error
 (status, message), or a function of the request body returning one (so a scripted model can
-cite the evidence ids the previous tool result showed it)."""
+cite the evidence ids the previous tool result showed it).
+
+A request with `stream: true` is answered with server-sent events as vLLM sends them: the text
+in pieces, each tool call's name once and its arguments cut into small pieces, the calls of one
+turn interleaved by index, usage in a last chunk, then `data: [DONE]`."""
 
 from __future__ import annotations
 
@@ -47,6 +51,34 @@ def last_tool_texts(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def stream_chunks(message: dict[str, Any], size: int = 7) -> list[dict[str, Any]]:
+    """One whole assistant message as the deltas a streaming server sends."""
+    def delta(d: dict[str, Any]) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+
+    chunks = [delta({"role": "assistant", "content": ""})]
+    chunks += [delta({"content": p}) for p in pieces(message.get("content") or "", size)
+               if p]
+    calls = message.get("tool_calls") or []
+    parts = [pieces(c["function"]["arguments"], size) for c in calls]
+    for i, c in enumerate(calls):
+        chunks.append(delta({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                             "function": {"name": c["function"]["name"],
+                                                          "arguments": ""}}]}))
+    for round_ in range(max((len(p) for p in parts), default=0)):
+        for i, p in enumerate(parts):  # the calls' argument pieces interleave by index
+            if round_ < len(p):
+                chunks.append(delta({"tool_calls": [{"index": i,
+                                                     "function": {"arguments": p[round_]}}]}))
+    chunks.append({"choices": [{"index": 0, "delta": {},
+                                "finish_reason": "tool_calls" if calls else "stop"}]})
+    return chunks
+
+
 @dataclass
 class Server:
     url: str
@@ -75,9 +107,23 @@ def scripted_chat_completions(script: Script) -> Iterator[Server]:
                 return
             usage = turn.get("usage") or {"prompt_tokens": len(json.dumps(body)) // 4,
                                           "completion_tokens": 20}
+            if body.get("stream"):
+                self._stream([*stream_chunks(turn["message"]), {"choices": [], "usage": usage}])
+                return
             self._send(200, {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion",
                              "choices": [{"index": 0, "message": turn["message"],
                                           "finish_reason": "tool_calls"}], "usage": usage})
+
+        def _stream(self, chunks: list[dict[str, Any]]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for chunk in chunks:
+                chunk = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", **chunk}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any],
                   headers: dict[str, str] | None = None) -> None:
