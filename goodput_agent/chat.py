@@ -147,8 +147,10 @@ def _status(ledger: Ledger, action: dict[str, Any]) -> str:
         return str(action["status"])
 
 
-def run_chat(session: ChatSession, stdin: TextIO = sys.stdin,
-             out: TextIO = sys.stdout) -> None:
+def run_chat(session: ChatSession, stdin: TextIO | None = None,
+             out: TextIO | None = None) -> None:
+    # the streams of the moment of the call, not of the import (a runner may swap them)
+    stdin, out = stdin or sys.stdin, out or sys.stdout
     console = TerminalConsole(file=out, highlight=False)
     console.print(f"[bold]goodput chat[/] {markup(session.inv_id)}"
                   f"{' (resumed)' if session.resumed else ''} · {HELP}")

@@ -69,18 +69,21 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
               help="Resume the chat of (or talk about) this investigation id.")
 @click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
               help="DuckDB ledger file (default: user data dir).")
+@click.option("--planner", type=click.Choice(["claude", "openai-compatible"]), default="claude",
+              show_default=True, help="Who answers: Claude, or a self-hosted model "
+                                      "(openai-compatible: --base-url, --model).")
 @click.option("--openai-compatible", "openai_compatible", is_flag=True,
-              help="Talk to a self-hosted OpenAI-compatible server (--base-url, --model).")
+              help="Short for --planner openai-compatible.")
 @_with(claude_options[1:])
-def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None,
+def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, planner: str,
          **flags: Any) -> None:
-    """Talk with Claude about an incident bundle or an investigation (/ledger /evidence N
-    /actions /quit)."""
+    """Talk with a model (Claude, or a self-hosted one) about an incident bundle or an
+    investigation (/ledger /evidence N /actions /quit)."""
     from goodput_agent.ledger import open_ledger
 
     if (bundle is None) == (inv_id is None):
         raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
-    backend = "openai-compatible" if flags.pop("openai_compatible", False) else "claude"
+    backend = "openai-compatible" if flags.pop("openai_compatible", False) else planner
     settings = claude_settings(backend, flags)
     with open_ledger(ledger_path) as ledger:
         if inv_id is not None:
@@ -103,15 +106,17 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
     from goodput_agent.planner.claude import system_prompt
     from goodput_agent.toolkit import ToolContext
 
+    client = _client_for(settings)
+    who = "claude" if client is None else "openai-compatible"
     with (open_bundle(bundle) if bundle is not None else nullcontext()) as opened:
         if inv_id is None:
             assert opened is not None
             kind = infer_kind(opened.inventory)
             inv_id = ledger.start_investigation(
-                f"chat about {bundle}", kind, str(bundle), "claude-chat", __version__,
+                f"chat about {bundle}", kind, str(bundle), f"{who}-chat", __version__,
                 prompt_hash=system_prompt(chat=True)[1])
         session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),
-                              kind or "failure", client=_client_for(settings))
+                              kind or "failure", client=client)
         run_chat(session)
 
 

@@ -39,7 +39,7 @@ def test_a_refused_turn_is_one_line_and_the_chat_goes_on(demo_bundle: Path,
     with scripted_chat_completions(script) as api:
         result = CliRunner().invoke(cli, [
             "chat", str(demo_bundle), "--ledger", str(tmp_path / "l.duckdb"),
-            "--openai-compatible", "--base-url", api.url, "--model", "qwen-test"],
+            "--planner", "openai-compatible", "--base-url", api.url, "--model", "qwen-test"],
             input="first?\nwhy did the job fail?\n/quit\n")
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "\x1b" not in result.output

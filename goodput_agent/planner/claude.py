@@ -27,6 +27,7 @@ from goodput_agent.planner.claude_client import (
 )
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import present, read_page, wrap
+from goodput_agent.planner.claude_report import model_report
 from goodput_agent.planner.claude_store import record_llm_call
 from goodput_agent.planner.claude_tools import (
     PLANNER_TOOLS,
@@ -36,10 +37,9 @@ from goodput_agent.planner.claude_tools import (
     RecordClaimInput,
     tool_definitions,
 )
-from goodput_agent.planner.loop import execute, store_report
-from goodput_agent.planner.unknowns import with_missing_evidence
+from goodput_agent.planner.loop import execute
 from goodput_agent.redact import redact, redact_data
-from goodput_agent.report import CATEGORIES, EvidenceItem, ProposedAction, Report, Retry, RootCause
+from goodput_agent.report import CATEGORIES, Report
 from goodput_agent.toolkit import ToolContext, registry
 
 log = structlog.get_logger(__name__)
@@ -370,53 +370,8 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
                 why_unknown = (f"no valid conclusion after {settings.repair_attempts} repair "
                                f"attempts: {bad[-1].content}")
                 break
-    report = _report(agent, finish, why_unknown, question, unread(), pictures)
+    report = model_report(agent, finish, why_unknown, question, unread(), pictures)
     log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
              turns=agent.turns, tool_calls=agent.tool_calls, input_tokens=agent.input_tokens,
              output_tokens=agent.output_tokens)
     return report
-
-
-def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
-    if not ids:
-        return []
-    marks = ", ".join("?" for _ in ids)
-    rows = ledger.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
-                       "ORDER BY id", [inv_id, *ids])
-    return [EvidenceItem(id=r["id"], source=r["source"], locator=r["locator"],
-                         excerpt=r["excerpt"],
-                         time=r["event_time"].isoformat() if r["event_time"] else None)
-            for r in rows]
-
-
-def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
-            unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
-    ledger, inv_id = agent.ledger, agent.inv_id
-    claims = agent._claims()
-    actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
-                              mutating=a["mutating"], rationale=a["rationale"])
-               for a in ledger.rows("SELECT * FROM actions WHERE investigation_id = ? "
-                                    "ORDER BY id", [inv_id])]
-    if f is None:
-        so_far = [f"claim {c['id']} ({c['status']}, {c['confidence']:.2f}): {c['statement']}"
-                  for c in claims.values()]
-        root = RootCause(category="unknown", summary=why_unknown or "no conclusion",
-                         confidence=0.0)
-        unknowns, alternatives, retry = [why_unknown or "", *so_far], [], Retry(
-            useful=None, why="no verdict")
-    else:
-        verdict = claims.get(f.verdict_claim_id or -1)
-        ids = json.loads(verdict["supporting"]) if verdict else []
-        root = RootCause(category=f.category, summary=f.summary, node=f.node, rank=f.rank,
-                         gpu=f.gpu, confidence=f.confidence,
-                         evidence=_evidence_items(ledger, inv_id, ids))
-        unknowns, alternatives, retry = f.unknowns, f.alternatives, f.retry
-    # what collection missed is said whatever the model said (or did not say)
-    inv = agent.ctx.bundle.inventory if agent.ctx.bundle is not None else None
-    unknowns = with_missing_evidence(unknowns, inv)
-    report = Report(investigation_id=inv_id, kind=agent.kind,  # type: ignore[arg-type]
-                    question=question, root_cause=root, alternatives=alternatives, retry=retry,
-                    actions=actions, unread=sorted(unread), unread_reasons=unread,
-                    unknowns=unknowns)
-    report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
-    return store_report(ledger, report, pictures)

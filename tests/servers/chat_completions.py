@@ -83,6 +83,7 @@ def stream_chunks(message: dict[str, Any], size: int = 7) -> list[dict[str, Any]
 class Server:
     url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)  # each request's Authorization
 
 
 @contextmanager
@@ -99,6 +100,7 @@ def scripted_chat_completions(script: Script) -> Iterator[Server]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with lock:
                 server_state.requests.append(body)
+                server_state.auth.append(self.headers.get("Authorization"))
                 turn = turns.pop(0) if turns else ChatError(500, "script exhausted")
             if callable(turn):
                 turn = turn(body)
