@@ -177,9 +177,9 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
         click.echo(json.dumps({"model": settings.model, "accuracy": acc, "cases": rows},
                               indent=2, default=str))
         return
-    t = Table(title=f"offline vs claude ({markup(settings.model)}): accuracy "
+    t = Table(title=f"offline vs {planner} ({markup(settings.model)}): accuracy "
                     f"{acc['offline']:.0%} vs {acc['claude']:.0%}")
-    for col in ("case", "expected", "offline", "claude", "tool calls (off/claude)",
+    for col in ("case", "expected", "offline", planner, "tool calls (off/model)",
                 "tokens in/out", "cost $"):
         t.add_column(col)
     for r in rows:

@@ -143,6 +143,7 @@ def test_eval_runs_a_suite_against_the_scripted_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert served >= 1
     assert "token" in result.output.lower() and "cost" in result.output.lower()
+    assert "offline vs openai-compatible (qwen-test)" in result.output
 
 
 def test_429_is_retried_honouring_retry_after(tmp_path: Path, demo_bundle: Path) -> None:
