@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
@@ -60,7 +60,8 @@ class ContextTooLong(ServerError, ContextExceeded):
 
 
 def retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (requests.ConnectionError, requests.Timeout, StreamError)):
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout, StreamError,
+                        requests.exceptions.ChunkedEncodingError)):  # a stream cut short
         return True
     if isinstance(exc, ServerError):
         return exc.status_code in (408, 409, 429) or exc.status_code >= 500
@@ -161,11 +162,15 @@ class ChatCompletionsClient(RetryingClient):
                         if b["type"] == "text":
                             on_text(b["text"])
                 return answer
+            return assemble_stream(_until(deadline, sse_payloads(response.iter_lines())),
+                                   on_text)
 
-            def pieces(text: str) -> None:
-                if on_text is not None:
-                    on_text(text)
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise DeadlineReached("the streamed answer was cut at the deadline")
 
-            return assemble_stream(sse_payloads(response.iter_lines()), pieces)
+def _until(deadline: float | None, payloads: Iterator[dict[str, Any]]
+           ) -> Iterator[dict[str, Any]]:
+    """The stream's chunks; a stream still going at the deadline is cut here (the read
+    timeout bounds each wait, this the whole)."""
+    for payload in payloads:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise DeadlineReached("the streamed answer was cut at the deadline")
+        yield payload

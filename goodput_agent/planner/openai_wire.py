@@ -8,7 +8,7 @@ with a tool error the model can repair."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -97,7 +97,7 @@ class StreamError(Exception):
     """The server sent an error event inside a stream that had answered 200."""
 
 
-def sse_payloads(lines: Iterable[bytes]) -> Iterable[dict[str, Any]]:
+def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """The JSON of each `data:` event until `[DONE]`; comments and other fields are skipped."""
     for raw in lines:
         line = raw.decode("utf-8", "replace").strip()

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
@@ -216,3 +217,16 @@ def test_streamed_investigation_with_two_calls_in_one_turn(tmp_path: Path,
     assert [r["error"] for r in rows[:2]] == [None, None]
     assert tokens == 60  # usage from the stream's last chunk, 20 per turn
     assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+
+
+def test_error_inside_a_stream_is_retried(tmp_path: Path, demo_bundle: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("openai_compatible:\n  retry: {initial_s: 0.01, jitter_s: 0}\n")
+    monkeypatch.setenv("GOODPUT_CONFIG", str(config))
+    broken = {**reply(call("kernel_log_events", {})), "stream_error": "engine overloaded"}
+    script: Script = [broken, *happy_script()]
+    report, (ledger, requests, _) = investigate(script, tmp_path, demo_bundle, "--stream")
+    assert len(requests) == 4 and requests[0] == requests[1]  # the same request, again
+    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert len(llm_stops(ledger, report["investigation_id"])) == 3  # the failed try is no turn

@@ -1,6 +1,7 @@
 """A scripted OpenAI chat-completions server (a FIXTURE, not a recording): it replays model
 turns written by the tests, in the chat-completions response shape, on 127.0.0.1, and records
-every request body. A turn is a reply dict (`message`, optional `usage`), an error
+every request body. A turn is a reply dict (`message`, optional `usage`, optional
+`stream_error`: an error event sent mid-stream), an error
 (status, message), or a function of the request body returning one (so a scripted model can
 cite the evidence ids the previous tool result showed it).
 
@@ -110,7 +111,10 @@ def scripted_chat_completions(script: Script) -> Iterator[Server]:
             usage = turn.get("usage") or {"prompt_tokens": len(json.dumps(body)) // 4,
                                           "completion_tokens": 20}
             if body.get("stream"):
-                self._stream([*stream_chunks(turn["message"]), {"choices": [], "usage": usage}])
+                chunks = [*stream_chunks(turn["message"]), {"choices": [], "usage": usage}]
+                if turn.get("stream_error"):  # the server fails after it began answering
+                    chunks = [*chunks[:3], {"error": {"message": turn["stream_error"]}}]
+                self._stream(chunks)
                 return
             self._send(200, {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion",
                              "choices": [{"index": 0, "message": turn["message"],
