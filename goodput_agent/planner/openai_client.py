@@ -36,11 +36,16 @@ from goodput_agent.planner.openai_wire import (
 
 log = structlog.get_logger(__name__)
 
-# how vLLM, SGLang, Ollama and llama.cpp say that the prompt does not fit
-CONTEXT_PHRASES = re.compile(r"maximum context length|context length exceeded|context_length|"
-                             r"context window|too many tokens|prompt is too long|"
-                             r"exceeds the (?:model'?s )?(?:max(?:imum)? )?context", re.I)
-TOOLS_PHRASES = re.compile(r"tool", re.I)
+# how servers say that the prompt does not fit (vLLM and OpenAI; OpenAI's error code; SGLang,
+# llama.cpp, Ollama; Anthropic-style gateways)
+CONTEXT_PHRASES = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded"
+    r"|(?:longer than|exceeds?) (?:the )?(?:model'?s )?(?:available )?(?:maximum )?context"
+    r"|exceed_context_size|prompt is too long|too many tokens", re.I)
+# and that it cannot do tools (vLLM without --enable-auto-tool-choice, Ollama, llama.cpp)
+TOOLS_PHRASES = re.compile(
+    r"tool.?choice|tool.?call.?parser|does not support tools|tools? (?:is|are) not supported"
+    r"|tools? param\w* requires", re.I)
 
 
 class ServerError(ModelCallFailed):

@@ -86,3 +86,33 @@ def test_history_translation_keeps_calls_results_and_text() -> None:
     assert json.loads(calls[0]["function"]["arguments"]) == {"node": "n1"}
     assert calls[1]["function"]["arguments"] == "{"
     assert out[3]["tool_call_id"] == "c1" and out[4]["content"] == "error: invalid"
+
+
+class _Answer:
+    def __init__(self, status: int, message: str) -> None:
+        self.status_code, self.text = status, json.dumps({"error": {"message": message}})
+
+    def json(self) -> Any:  # noqa: ANN401
+        return json.loads(self.text)
+
+
+@pytest.mark.parametrize(("status", "message", "kind"), [
+    (400, "This model's maximum context length is 32768 tokens. However, you requested 40100 "
+          "tokens (36004 in the messages, 4096 in the completion).", "ContextTooLong"),
+    (400, "The input (40100 tokens) is longer than the model's context length (32768 tokens).",
+     "ContextTooLong"),
+    (400, "the request exceeds the available context size, try increasing it", "ContextTooLong"),
+    (400, "context_length_exceeded", "ContextTooLong"),
+    (400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be '
+          "set", "ToolsUnsupported"),
+    (400, "registry.ollama.ai/library/gemma:2b does not support tools", "ToolsUnsupported"),
+    (400, "tools param requires --jinja flag", "ToolsUnsupported"),
+    (400, "invalid value for temperature", "ServerError"),
+    (503, "model is loading", "ServerError"),
+])
+def test_server_errors_are_told_apart(status: int, message: str, kind: str) -> None:
+    from goodput_agent.planner.openai_client import retryable, server_error
+
+    err = server_error(_Answer(status, message))  # type: ignore[arg-type]
+    assert type(err).__name__ == kind and err.status_code == status
+    assert retryable(err) == (status >= 500)
