@@ -233,7 +233,9 @@ class Agent:
 
     def _refuse(self, name: str, args: dict[str, Any], error: str) -> ToolOutcome:
         """A call that cannot run is still a recorded tool call, with its error."""
-        self.ledger.record_tool_call(self.inv_id, self.seq(), name, name in PLANNER_TOOLS,
+        tool = registry().get(name)
+        read_only = name in PLANNER_TOOLS or bool(tool is not None and tool.read_only)
+        self.ledger.record_tool_call(self.inv_id, self.seq(), name, read_only,
                                      redact_data(args), None, None, 0.0, error,
                                      datetime.now(UTC))
         return ToolOutcome(f"error: {error}", True)

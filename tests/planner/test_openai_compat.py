@@ -70,9 +70,10 @@ def test_malformed_and_invented_calls_are_tool_errors(tmp_path: Path,
     sent = requests[1]["messages"][-3]["tool_calls"]
     assert sent[0]["function"]["arguments"] == '{"node": "gpu-'
     with Ledger(ledger, read_only=True) as lg:
-        rows = lg.rows("SELECT tool, error FROM tool_calls WHERE investigation_id = ? "
-                       "ORDER BY seq", [report["investigation_id"]])
-    assert [r["tool"] for r in rows[:2]] == ["kernel_log_events", "summon_root_cause"]
+        rows = lg.rows("SELECT tool, read_only, error FROM tool_calls WHERE "
+                       "investigation_id = ? ORDER BY seq", [report["investigation_id"]])
+    assert [(r["tool"], r["read_only"]) for r in rows[:2]] == [
+        ("kernel_log_events", True), ("summon_root_cause", False)]
     assert all(r["error"] for r in rows[:2]) and rows[2]["error"] is None
     assert report["root_cause"]["category"] == "gpu_hardware"
 
