@@ -171,6 +171,28 @@ def claude_steps(env: dict[str, str], ledger: Path, demo: Path) -> None:
             FAILED.append(f"chat: the scripted answer is not shown: {out[-300:]!r}")
 
 
+def openai_steps(env: dict[str, str], ledger: Path, demo: Path) -> None:
+    """`--planner openai-compatible` (streamed and whole) and one chat turn against the scripted
+    chat-completions server (a fixture): what a site running vLLM, SGLang or Ollama uses."""
+    sys.path.insert(0, str(REPO))
+    from tests.planner.openai_fixtures import chat_script, happy_script
+    from tests.servers.chat_completions import scripted_chat_completions
+
+    with scripted_chat_completions([*happy_script(), *happy_script(), *chat_script()]) as api:
+        model = ["--base-url", api.url, "--model", "fixture-model"]
+        for extra in ([], ["--stream"]):
+            out = run(f"investigate --planner openai-compatible {' '.join(extra)}".strip(),
+                      ["investigate", str(demo), "--planner", "openai-compatible", *model,
+                       *extra, "--json", "--ledger", str(ledger)], env)
+            if "Xid 79 on gpu-node-03 started it" not in out:
+                FAILED.append(f"openai-compatible: not the scripted model's report: {out[:300]!r}")
+        out = run("chat --openai-compatible (one turn)",
+                  ["chat", str(demo), "--openai-compatible", *model, "--ledger", str(ledger)],
+                  env, stdin="what failed first?\n/quit\n")
+        if "came first [E" not in out:
+            FAILED.append(f"chat --openai-compatible: the answer is not shown: {out[-300:]!r}")
+
+
 def full(env: dict[str, str], tmp: Path) -> None:
     ledger = default_ledger(env)
     run("demo", ["demo"], env, ok=(0, 3))
@@ -189,6 +211,8 @@ def full(env: dict[str, str], tmp: Path) -> None:
 
     check("the Claude steps ran", lambda: claude_steps(env, ledger,
                                                       Path(demo_pkg.__file__).parent / "bundle"))
+    check("the OpenAI-compatible steps ran",
+          lambda: openai_steps(env, ledger, Path(demo_pkg.__file__).parent / "bundle"))
     run("collect --help", ["collect", "--help"], env)
     run("node-health (no GPU)", ["node-health", "--no-kernel-log"], env, ok=(0, 2, 3))
 

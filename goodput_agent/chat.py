@@ -13,7 +13,7 @@ from rich.console import Console
 
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.claude import Agent, BudgetSpent
-from goodput_agent.planner.claude_client import MessagesClient
+from goodput_agent.planner.claude_client import MessagesClient, ModelCallFailed
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import read_page
 from goodput_agent.planner.claude_store import chat_messages, record_chat_message
@@ -147,8 +147,10 @@ def _status(ledger: Ledger, action: dict[str, Any]) -> str:
         return str(action["status"])
 
 
-def run_chat(session: ChatSession, stdin: TextIO = sys.stdin,
-             out: TextIO = sys.stdout) -> None:
+def run_chat(session: ChatSession, stdin: TextIO | None = None,
+             out: TextIO | None = None) -> None:
+    # the streams of the moment of the call, not of the import (a runner may swap them)
+    stdin, out = stdin or sys.stdin, out or sys.stdout
     console = TerminalConsole(file=out, highlight=False)
     console.print(f"[bold]goodput chat[/] {markup(session.inv_id)}"
                   f"{' (resumed)' if session.resumed else ''} · {HELP}")
@@ -174,5 +176,8 @@ def run_chat(session: ChatSession, stdin: TextIO = sys.stdin,
             if not slash(line, session, console):
                 break
             continue
-        _, spent = session.ask(line, on_text, on_tool)
-        out.write(f"\n(stopped: {spent})\n" if spent else "\n")
+        try:
+            _, spent = session.ask(line, on_text, on_tool)
+        except ModelCallFailed as exc:  # the server's words are untrusted: one escaped line
+            spent = f"the model server failed: {exc}"
+        out.write(visible(f"\n(stopped: {spent})\n") if spent else "\n")

@@ -320,8 +320,8 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
     claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
-    if planner == "claude":
-        eval_with_claude(cases, suite, as_json, claude_flags)
+    if planner in ("claude", "openai-compatible"):
+        eval_with_claude(cases, suite, as_json, claude_flags, planner)
         return
 
     names = list(SUITES) if suite == "all" else [suite]

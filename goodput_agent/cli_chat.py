@@ -13,12 +13,19 @@ import click
 from goodput_agent.errors import BadInput
 
 claude_options = [
-    click.option("--planner", type=click.Choice(["offline", "claude"]), default="offline",
-                 show_default=True,
-                 help="Who plans: the offline playbook, or Claude (needs ANTHROPIC_API_KEY)."),
+    click.option("--planner", type=click.Choice(["offline", "claude", "openai-compatible"]),
+                 default="offline", show_default=True,
+                 help="Who plans: the offline playbook, Claude (needs ANTHROPIC_API_KEY), or "
+                      "a self-hosted model (openai-compatible: --base-url, --model)."),
     click.option("--model", default=None, help="Claude model (env GOODPUT_MODEL, config)."),
     click.option("--base-url", default=None,
                  help="Anthropic-compatible endpoint (env ANTHROPIC_BASE_URL, config)."),
+    click.option("--api-key-env", default=None,
+                 help="openai-compatible: env variable holding an API key (optional)."),
+    click.option("--context-window", type=int, default=None,
+                 help="openai-compatible: the model's context window in tokens (32768)."),
+    click.option("--stream/--no-stream", default=None,
+                 help="openai-compatible: ask for streamed answers (chat always streams)."),
     click.option("--max-turns", type=int, default=None, help="Budget: model turns."),
     click.option("--max-tool-calls", type=int, default=None, help="Budget: tool calls."),
     click.option("--max-input-tokens", type=int, default=None, help="Budget: input tokens."),
@@ -41,6 +48,10 @@ def _with(options: list) -> Any:  # noqa: ANN401 - click decorators
 def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
     """ClaudeSettings from config, env and flags when the planner is claude (else None).
     Without an API key: BadInput, one line pointing at the offline planner."""
+    if planner == "openai-compatible":
+        from goodput_agent.planner.openai_config import load_openai_settings
+
+        return load_openai_settings(flags)
     if planner != "claude":
         return None
     from goodput_agent.planner.claude_config import load_settings, require_key
@@ -58,16 +69,22 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
               help="Resume the chat of (or talk about) this investigation id.")
 @click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
               help="DuckDB ledger file (default: user data dir).")
+@click.option("--planner", type=click.Choice(["claude", "openai-compatible"]), default="claude",
+              show_default=True, help="Who answers: Claude, or a self-hosted model "
+                                      "(openai-compatible: --base-url, --model).")
+@click.option("--openai-compatible", "openai_compatible", is_flag=True,
+              help="Short for --planner openai-compatible.")
 @_with(claude_options[1:])
-def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None,
+def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, planner: str,
          **flags: Any) -> None:
-    """Talk with Claude about an incident bundle or an investigation (/ledger /evidence N
-    /actions /quit)."""
+    """Talk with a model (Claude, or a self-hosted one) about an incident bundle or an
+    investigation (/ledger /evidence N /actions /quit)."""
     from goodput_agent.ledger import open_ledger
 
     if (bundle is None) == (inv_id is None):
         raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
-    settings = claude_settings("claude", flags)
+    backend = "openai-compatible" if flags.pop("openai_compatible", False) else planner
+    settings = claude_settings(backend, flags)
     with open_ledger(ledger_path) as ledger:
         if inv_id is not None:
             row = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
@@ -89,20 +106,33 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
     from goodput_agent.planner.claude import system_prompt
     from goodput_agent.toolkit import ToolContext
 
+    client = _client_for(settings)
+    who = "claude" if client is None else "openai-compatible"
     with (open_bundle(bundle) if bundle is not None else nullcontext()) as opened:
         if inv_id is None:
             assert opened is not None
             kind = infer_kind(opened.inventory)
             inv_id = ledger.start_investigation(
-                f"chat about {bundle}", kind, str(bundle), "claude-chat", __version__,
+                f"chat about {bundle}", kind, str(bundle), f"{who}-chat", __version__,
                 prompt_hash=system_prompt(chat=True)[1])
         session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),
-                              kind or "failure")
+                              kind or "failure", client=client)
         run_chat(session)
 
 
-def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any]
-                     ) -> None:
+def _client_for(settings: Any) -> Any:  # noqa: ANN401
+    """The chat-completions client for OpenAI-compatible settings; None: the Messages API."""
+    from goodput_agent.planner.openai_config import OpenAICompatSettings
+
+    if isinstance(settings, OpenAICompatSettings):
+        from goodput_agent.planner.openai_client import ChatCompletionsClient
+
+        return ChatCompletionsClient(settings)
+    return None
+
+
+def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any],
+                     planner: str = "claude") -> None:
     """Each case investigated by the offline planner and by Claude, side by side: verdict,
     tool calls, tokens and cost per case."""
     import tempfile
@@ -116,7 +146,7 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
     from goodput_agent.render import TerminalConsole
     from goodput_agent.untrusted import markup
 
-    settings = claude_settings("claude", flags)
+    settings = claude_settings(planner, flags)
     roots = [cases] if cases else [suite_dir(n) for n in (SUITES if suite == "all" else [suite])
                                    if suite_dir(n).is_dir()]
     case_dirs = sorted(p.parent for r in roots for p in r.glob("*/expected.json"))
@@ -147,9 +177,9 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
         click.echo(json.dumps({"model": settings.model, "accuracy": acc, "cases": rows},
                               indent=2, default=str))
         return
-    t = Table(title=f"offline vs claude ({markup(settings.model)}): accuracy "
+    t = Table(title=f"offline vs {planner} ({markup(settings.model)}): accuracy "
                     f"{acc['offline']:.0%} vs {acc['claude']:.0%}")
-    for col in ("case", "expected", "offline", "claude", "tool calls (off/claude)",
+    for col in ("case", "expected", "offline", planner, "tool calls (off/model)",
                 "tokens in/out", "cost $"):
         t.add_column(col)
     for r in rows:

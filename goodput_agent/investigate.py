@@ -40,12 +40,14 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
         pictures = picture_hook(ledger, pictures_dir, bundle.root)
         # read at the end: files that fail to parse join `unread` during the run
         if claude is not None:
-            from goodput_agent.planner.claude import investigate as claude_investigate
+            from goodput_agent.planner.openai_compat import investigate_with_model
 
-            return claude_investigate(
+            report = investigate_with_model(
                 claude, ctx, ledger, question=question, kind=chosen, target=str(path),
                 unread=lambda: {u.path: u.reason for u in bundle.inventory.unread},
                 pictures=pictures)
+            if report is not None:
+                return report
         return run_investigation(
             planner, ctx, ledger, question=question, kind=chosen, target=str(path),
             unread=lambda: {u.path: u.reason for u in bundle.inventory.unread},

@@ -10,6 +10,9 @@ from goodput_agent.analysis.slowdown_model import Breakdown
 from goodput_agent.events import Event
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 
+# a model's tool-call arguments that were not a JSON object, kept as text under this key
+UNPARSED_ARGS = "_unparsed_arguments"
+
 
 class ToolCall(BaseModel):
     tool: str

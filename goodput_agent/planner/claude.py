@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -17,10 +18,16 @@ from pydantic import ValidationError
 from goodput_agent import __version__
 from goodput_agent.ledger import Ledger, digest
 from goodput_agent.pictures.report_pictures import PictureHook
-from goodput_agent.planner.base import ToolCall
-from goodput_agent.planner.claude_client import DeadlineReached, MessagesClient, Turn
+from goodput_agent.planner.base import UNPARSED_ARGS, ToolCall
+from goodput_agent.planner.claude_client import (
+    ContextExceeded,
+    DeadlineReached,
+    MessagesClient,
+    Turn,
+)
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import present, read_page, wrap
+from goodput_agent.planner.claude_report import model_report
 from goodput_agent.planner.claude_store import record_llm_call
 from goodput_agent.planner.claude_tools import (
     PLANNER_TOOLS,
@@ -30,10 +37,9 @@ from goodput_agent.planner.claude_tools import (
     RecordClaimInput,
     tool_definitions,
 )
-from goodput_agent.planner.loop import execute, store_report
-from goodput_agent.planner.unknowns import with_missing_evidence
+from goodput_agent.planner.loop import execute
 from goodput_agent.redact import redact, redact_data
-from goodput_agent.report import CATEGORIES, EvidenceItem, ProposedAction, Report, Retry, RootCause
+from goodput_agent.report import CATEGORIES, Report
 from goodput_agent.toolkit import ToolContext, registry
 
 log = structlog.get_logger(__name__)
@@ -112,14 +118,15 @@ class Agent:
         if self.on_message:
             self.on_message(msg)
 
-    def _compact(self) -> None:
-        """Near the context budget, old tool results shrink to a pointer into the ledger (the
-        summary's first line: its evidence id for read_evidence)."""
+    def _compact(self, keep: int = KEEP_RECENT, force: bool = False) -> None:
+        """Near the context budget (or when the server said the request was too long: forced),
+        old tool results shrink to a pointer into the ledger (the summary's first line: its
+        evidence id for read_evidence)."""
         estimate = max(self.last_input, len(json.dumps(self.messages)) // 4)
-        if estimate < COMPACT_AT * self.settings.context_tokens:
+        if not force and estimate < COMPACT_AT * self.settings.context_tokens:
             return
         done = 0
-        for msg in self.messages[:-KEEP_RECENT]:
+        for msg in self.messages[:len(self.messages) - keep]:
             if msg["role"] != "user" or not isinstance(msg["content"], list):
                 continue
             for block in msg["content"]:
@@ -134,16 +141,41 @@ class Agent:
         if done:
             log.info("history_compacted", results=done, input_tokens=estimate)
 
+    def _create(self, on_text: Callable[[str], None] | None) -> Turn:
+        left = self.settings.budgets.max_output_tokens - self.output_tokens
+        return self.client.create(
+            system=[{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}],
+            tools=self.tools, messages=self.messages, on_text=on_text,
+            max_tokens=max(1, min(self.settings.max_tokens_per_turn, left)),
+            deadline=self.deadline())
+
+    def _create_within_context(self, on_text: Callable[[str], None] | None) -> Turn:
+        """A request the server found too long is recorded, every tool result is compacted to
+        its ledger pointer, and it is asked once more; a second refusal goes to the caller."""
+        try:
+            return self._create(on_text)
+        except ContextExceeded as exc:
+            self._record_refusal(exc)
+        self._compact(keep=0, force=True)
+        try:
+            return self._create(on_text)
+        except ContextExceeded as exc:
+            self._record_refusal(exc)
+            raise
+
+    def _record_refusal(self, exc: ContextExceeded) -> None:
+        log.info("context_exceeded", error=str(exc)[:200])
+        self._record(Turn([], "context_length_exceeded", None, 0, 0, 0, 0, 0.0), None)
+
+    def _record(self, turn: Turn, cost: float | None) -> None:
+        seq = int(self.ledger.con.execute("SELECT count(*) FROM llm_calls WHERE "
+                                          "investigation_id = ?", [self.inv_id]).fetchone()[0])
+        record_llm_call(self.ledger, self.inv_id, seq + 1, self.settings.model, turn, cost)
+
     def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
         self._compact()
-        left = self.settings.budgets.max_output_tokens - self.output_tokens
         try:
-            turn = self.client.create(
-                system=[{"type": "text", "text": self.system,
-                         "cache_control": {"type": "ephemeral"}}],
-                tools=self.tools, messages=self.messages, on_text=on_text,
-                max_tokens=max(1, min(self.settings.max_tokens_per_turn, left)),
-                deadline=self.deadline())
+            turn = self._create_within_context(on_text)
         except DeadlineReached as exc:
             limit = self.settings.budgets.max_wall_s
             used = time.monotonic() - self.started
@@ -157,9 +189,7 @@ class Agent:
         self.output_tokens += turn.output_tokens
         cost = self.settings.cost_usd(turn.input_tokens, turn.output_tokens,
                                       turn.cache_creation_tokens, turn.cache_read_tokens)
-        seq = int(self.ledger.con.execute("SELECT count(*) FROM llm_calls WHERE "
-                                          "investigation_id = ?", [self.inv_id]).fetchone()[0])
-        record_llm_call(self.ledger, self.inv_id, seq + 1, self.settings.model, turn, cost)
+        self._record(turn, cost)
         # the API refuses empty text blocks and empty assistant turns sent back to it
         content = [_plain(b) for b in turn.content
                    if not (b.get("type") == "text" and not b.get("text", "").strip())]
@@ -179,6 +209,9 @@ class Agent:
             return ToolOutcome(f"refused: the max_tool_calls budget ({limit}) is spent; "
                                "not run", True)
         self.tool_calls += 1
+        if isinstance(args, dict) and UNPARSED_ARGS in args:
+            return self._refuse(name, args, "invalid arguments: not a JSON object (truncated or "
+                                "malformed); send the call again with valid JSON arguments")
         if name in PLANNER_TOOLS and (name != "finish_investigation" or
                                       any(t["name"] == name for t in self.tools)):
             try:
@@ -197,6 +230,15 @@ class Agent:
             return ToolOutcome(f"error: {step.error}", True)
         body, _ = present(step, self.ledger, self.inv_id, self.settings.result_chars)
         return ToolOutcome(wrap(name, step.tool_call_id, body))
+
+    def _refuse(self, name: str, args: dict[str, Any], error: str) -> ToolOutcome:
+        """A call that cannot run is still a recorded tool call, with its error."""
+        tool = registry().get(name)
+        read_only = name in PLANNER_TOOLS or bool(tool is not None and tool.read_only)
+        self.ledger.record_tool_call(self.inv_id, self.seq(), name, read_only,
+                                     redact_data(args), None, None, 0.0, error,
+                                     datetime.now(UTC))
+        return ToolOutcome(f"error: {error}", True)
 
     def _read_evidence(self, a: ReadEvidenceInput) -> ToolOutcome:
         try:
@@ -295,12 +337,13 @@ def first_message(question: str, kind: str, target: str) -> str:
 def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, question: str,
                 kind: str, target: str, unread: Callable[[], dict[str, str]],
                 client: MessagesClient | None = None,
-                pictures: PictureHook | None = None) -> Report:
-    """One investigation planned by Claude; always ends with a recorded report."""
+                pictures: PictureHook | None = None, planner: str = PLANNER_NAME) -> Report:
+    """One investigation planned by a model (Claude, or `client`'s); always ends with a
+    recorded report."""
     _, phash = system_prompt()
-    inv_id = ledger.start_investigation(question, kind, target, PLANNER_NAME, __version__,
+    inv_id = ledger.start_investigation(question, kind, target, planner, __version__,
                                         prompt_hash=phash)
-    log.info("investigation_started", id=inv_id, kind=kind, target=target, planner=PLANNER_NAME,
+    log.info("investigation_started", id=inv_id, kind=kind, target=target, planner=planner,
              model=settings.model)
     agent = Agent(settings, ledger, inv_id, ctx, kind, client=client)
     agent.add("user", first_message(question, kind, target))
@@ -329,53 +372,8 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
                 why_unknown = (f"no valid conclusion after {settings.repair_attempts} repair "
                                f"attempts: {bad[-1].content}")
                 break
-    report = _report(agent, finish, why_unknown, question, unread(), pictures)
+    report = model_report(agent, finish, why_unknown, question, unread(), pictures)
     log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
              turns=agent.turns, tool_calls=agent.tool_calls, input_tokens=agent.input_tokens,
              output_tokens=agent.output_tokens)
     return report
-
-
-def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
-    if not ids:
-        return []
-    marks = ", ".join("?" for _ in ids)
-    rows = ledger.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
-                       "ORDER BY id", [inv_id, *ids])
-    return [EvidenceItem(id=r["id"], source=r["source"], locator=r["locator"],
-                         excerpt=r["excerpt"],
-                         time=r["event_time"].isoformat() if r["event_time"] else None)
-            for r in rows]
-
-
-def _report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
-            unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
-    ledger, inv_id = agent.ledger, agent.inv_id
-    claims = agent._claims()
-    actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
-                              mutating=a["mutating"], rationale=a["rationale"])
-               for a in ledger.rows("SELECT * FROM actions WHERE investigation_id = ? "
-                                    "ORDER BY id", [inv_id])]
-    if f is None:
-        so_far = [f"claim {c['id']} ({c['status']}, {c['confidence']:.2f}): {c['statement']}"
-                  for c in claims.values()]
-        root = RootCause(category="unknown", summary=why_unknown or "no conclusion",
-                         confidence=0.0)
-        unknowns, alternatives, retry = [why_unknown or "", *so_far], [], Retry(
-            useful=None, why="no verdict")
-    else:
-        verdict = claims.get(f.verdict_claim_id or -1)
-        ids = json.loads(verdict["supporting"]) if verdict else []
-        root = RootCause(category=f.category, summary=f.summary, node=f.node, rank=f.rank,
-                         gpu=f.gpu, confidence=f.confidence,
-                         evidence=_evidence_items(ledger, inv_id, ids))
-        unknowns, alternatives, retry = f.unknowns, f.alternatives, f.retry
-    # what collection missed is said whatever the model said (or did not say)
-    inv = agent.ctx.bundle.inventory if agent.ctx.bundle is not None else None
-    unknowns = with_missing_evidence(unknowns, inv)
-    report = Report(investigation_id=inv_id, kind=agent.kind,  # type: ignore[arg-type]
-                    question=question, root_cause=root, alternatives=alternatives, retry=retry,
-                    actions=actions, unread=sorted(unread), unread_reasons=unread,
-                    unknowns=unknowns)
-    report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
-    return store_report(ledger, report, pictures)

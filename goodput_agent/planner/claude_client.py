@@ -85,12 +85,23 @@ def retry_after_s(exc: BaseException | None) -> float | None:
     return None
 
 
-class MessagesClient:
-    def __init__(self, settings: ClaudeSettings,
-                 sleep: Callable[[float], None] = time.sleep):
+class ModelCallFailed(Exception):
+    """A model server refused or failed a call in a way the user is told in one line."""
+
+
+class ContextExceeded(ModelCallFailed):
+    """The request was longer than the model's context window (a 400 that says so)."""
+
+
+class RetryingClient:
+    """One retry policy for every model backend: which errors are retried is the backend's
+    `retryable`; the backoff, `retry-after`, logging and the deadline are shared."""
+
+    retryable: Callable[[BaseException], bool] = staticmethod(retryable)
+    event = "messages_retry"
+
+    def __init__(self, settings: ClaudeSettings, sleep: Callable[[float], None]):
         self.settings = settings
-        self.sdk = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
-                                       max_retries=0, timeout=settings.request_timeout_s)
         self._sleep = sleep
 
     def _wait(self, state: RetryCallState, deadline: float | None = None) -> float:
@@ -107,13 +118,13 @@ class MessagesClient:
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        log.warning("messages_retry", attempt=state.attempt_number,
+        log.warning(self.event, attempt=state.attempt_number,
                     status=getattr(exc, "status_code", None),
                     request_id=getattr(exc, "request_id", None),
                     wait_s=round(state.upcoming_sleep, 3), error=type(exc).__name__)
 
     def _retrying(self, deadline: float | None) -> Retrying:
-        return Retrying(retry=retry_if_exception(retryable),
+        return Retrying(retry=retry_if_exception(type(self).retryable),
                         stop=stop_after_attempt(self.settings.retry.attempts),
                         wait=functools.partial(self._wait, deadline=deadline), sleep=self._sleep,
                         before_sleep=self._log_retry, reraise=True)
@@ -127,6 +138,14 @@ class MessagesClient:
         if left <= 0:
             raise DeadlineReached("no time was left for the call")
         return min(cap, left), left < cap
+
+
+class MessagesClient(RetryingClient):
+    def __init__(self, settings: ClaudeSettings,
+                 sleep: Callable[[float], None] = time.sleep):
+        super().__init__(settings, sleep)
+        self.sdk = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
+                                       max_retries=0, timeout=settings.request_timeout_s)
 
     def create(self, *, on_text: Callable[[str], None] | None = None,
                deadline: float | None = None, **request: Any) -> Turn:
@@ -143,6 +162,10 @@ class MessagesClient:
                 except TIMEOUTS as exc:
                     if by_deadline:
                         raise DeadlineReached(f"the call was cut after {timeout:.3g} s") from exc
+                    raise
+                except anthropic.BadRequestError as exc:
+                    if "prompt is too long" in str(exc).lower():
+                        raise ContextExceeded(str(exc)[:200]) from exc
                     raise
         duration_ms = (time.perf_counter() - t0) * 1000
         u = msg.usage

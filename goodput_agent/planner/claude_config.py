@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -98,7 +98,7 @@ def config_path() -> Path:
     return Path(base) / "goodput" / "config.yaml"
 
 
-def _file_settings(path: Path) -> dict[str, Any]:
+def _file_settings(path: Path, name: str = "claude") -> dict[str, Any]:
     if not path.is_file():
         if os.environ.get("GOODPUT_CONFIG"):
             raise BadInput(f"{path}: GOODPUT_CONFIG names a file that does not exist")
@@ -111,9 +111,9 @@ def _file_settings(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}:{where} not valid YAML") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: expected a mapping at the top")
-    section = data.get("claude", {})
+    section = data.get(name, {})
     if not isinstance(section, dict):
-        raise BadInput(f"{path}: `claude:` must be a mapping")
+        raise BadInput(f"{path}: `{name}:` must be a mapping")
     return section
 
 
@@ -136,13 +136,19 @@ def load_settings(overrides: dict[str, Any] | None = None,
     env = {"api_key": os.environ.get("ANTHROPIC_API_KEY") or None,
            "base_url": os.environ.get("ANTHROPIC_BASE_URL") or None,
            "model": os.environ.get("GOODPUT_MODEL") or None}
-    data = _merge(_merge(data, env), overrides or {})
+    return validated(ClaudeSettings, _merge(_merge(data, env), overrides or {}), where, "claude")
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def validated(model: type[S], data: dict[str, Any], where: Path, name: str) -> S:
     try:
-        return ClaudeSettings.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
-        raise BadInput(f"{where}: claude.{loc}: {err['msg']}") from None
+        raise BadInput(f"{where}: {name}.{loc}: {err['msg']}") from None
 
 
 def require_key(settings: ClaudeSettings) -> None:

@@ -279,3 +279,19 @@ def test_retry_waits_never_sleep_past_the_wall_time_budget(tmp_path: Path,
     assert len(run.sleeps) == 1 and 0 < run.sleeps[0] <= 2.0
     assert len(run.requests) == 2
     assert "max_wall_s" in run.report.root_cause.summary
+
+
+def test_prompt_too_long_compacts_and_asks_once_more(tmp_path: Path, demo_bundle: Path) -> None:
+    """The context-length handling is the shared loop's: Claude's 400 takes the same path."""
+    too_long = FixtureError(400, "invalid_request_error",
+                            "prompt is too long: 212000 tokens > 200000 maximum")
+    script = [FixtureReply([tool_use("kernel_log_events", {})]), too_long,
+              FixtureReply([tool_use("kernel_log_events", {})]), xid_claim, finish_on_claim]
+    run = run_claude(script, tmp_path, demo_bundle)
+    before = last_tool_results(run.requests[1].body)[0]["content"]
+    after = last_tool_results(run.requests[2].body)[0]["content"]
+    assert after.startswith("[compacted") and len(after) < len(before) // 4
+    stops = [r["stop_reason"] for r in run.rows(
+        "SELECT stop_reason FROM llm_calls WHERE investigation_id = ? ORDER BY seq")]
+    assert stops.count("context_length_exceeded") == 1
+    assert run.report.root_cause.category == "gpu_hardware"

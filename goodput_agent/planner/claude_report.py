@@ -1,0 +1,64 @@
+"""The report of a model-planned investigation, from what the ledger holds: the verdict claim
+and its evidence, the proposals, and (without a valid conclusion) the claims made so far and
+why it stopped."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from goodput_agent.ledger import Ledger
+from goodput_agent.pictures.report_pictures import PictureHook
+from goodput_agent.planner.claude_tools import FinishInput
+from goodput_agent.planner.loop import store_report
+from goodput_agent.planner.unknowns import with_missing_evidence
+from goodput_agent.redact import redact_data
+from goodput_agent.report import EvidenceItem, ProposedAction, Report, Retry, RootCause
+
+if TYPE_CHECKING:
+    from goodput_agent.planner.claude import Agent
+
+
+def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
+    if not ids:
+        return []
+    marks = ", ".join("?" for _ in ids)
+    rows = ledger.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
+                       "ORDER BY id", [inv_id, *ids])
+    return [EvidenceItem(id=r["id"], source=r["source"], locator=r["locator"],
+                         excerpt=r["excerpt"],
+                         time=r["event_time"].isoformat() if r["event_time"] else None)
+            for r in rows]
+
+
+def model_report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
+            unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
+    ledger, inv_id = agent.ledger, agent.inv_id
+    claims = agent._claims()
+    actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
+                              mutating=a["mutating"], rationale=a["rationale"])
+               for a in ledger.rows("SELECT * FROM actions WHERE investigation_id = ? "
+                                    "ORDER BY id", [inv_id])]
+    if f is None:
+        so_far = [f"claim {c['id']} ({c['status']}, {c['confidence']:.2f}): {c['statement']}"
+                  for c in claims.values()]
+        root = RootCause(category="unknown", summary=why_unknown or "no conclusion",
+                         confidence=0.0)
+        unknowns, alternatives, retry = [why_unknown or "", *so_far], [], Retry(
+            useful=None, why="no verdict")
+    else:
+        verdict = claims.get(f.verdict_claim_id or -1)
+        ids = json.loads(verdict["supporting"]) if verdict else []
+        root = RootCause(category=f.category, summary=f.summary, node=f.node, rank=f.rank,
+                         gpu=f.gpu, confidence=f.confidence,
+                         evidence=_evidence_items(ledger, inv_id, ids))
+        unknowns, alternatives, retry = f.unknowns, f.alternatives, f.retry
+    # what collection missed is said whatever the model said (or did not say)
+    inv = agent.ctx.bundle.inventory if agent.ctx.bundle is not None else None
+    unknowns = with_missing_evidence(unknowns, inv)
+    report = Report(investigation_id=inv_id, kind=agent.kind,  # type: ignore[arg-type]
+                    question=question, root_cause=root, alternatives=alternatives, retry=retry,
+                    actions=actions, unread=sorted(unread), unread_reasons=unread,
+                    unknowns=unknowns)
+    report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
+    return store_report(ledger, report, pictures)
