@@ -33,7 +33,12 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
     FailureVerdict,
     weight,
 )
-from goodput_agent.analysis.failure_notes import clock_notes, note_missing_sources, timeline
+from goodput_agent.analysis.failure_notes import (
+    clock_notes,
+    note_missing_sources,
+    thin_evidence,
+    timeline,
+)
 from goodput_agent.analysis.hang import HangFinding, find_stuck_rank, silent_ranks_own_errors
 from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
 from goodput_agent.events import Clock, Event, EventKind, Role
@@ -244,10 +249,10 @@ def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
         conf -= 0.15
         unknowns.append(f"{rivals[0].category} on {rivals[0].event.node} started within the "
                         f"{obs.clock.skew_tolerance_s:g} s skew tolerance of the verdict")
-    if e.detail.get("without_traceback"):
-        conf = min(conf, CONTESTED_CONFIDENCE)
-        unknowns.append(f"the verdict rests on one exception line without its traceback "
-                        f"({e.locator}): where it was raised is not in the bundle")
+    ceiling, why = thin_evidence(best, cands, obs)
+    if ceiling is not None:
+        conf = min(conf, ceiling)
+        unknowns.extend(why)
     if e.node and obs.kernel_log_nodes and e.node not in obs.kernel_log_nodes \
             and best.category in ("gpu_hardware", "host_oom", "network_fault", "node_failure"):
         conf -= 0.08

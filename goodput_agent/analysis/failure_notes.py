@@ -1,9 +1,10 @@
 """What a failure verdict says beside its answer: the clock assumptions, the missing sources,
-and each node's and rank's first notable event on one clock (the picture of the cascade)."""
+what its evidence cannot promise, and each node's and rank's first notable event on one clock
+(the picture of the cascade)."""
 
 from __future__ import annotations
 
-from goodput_agent.analysis.failure_model import FailureVerdict
+from goodput_agent.analysis.failure_model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict
 from goodput_agent.analysis.observations import Observations
 from goodput_agent.events import Clock, Event, EventKind, Role
 
@@ -50,3 +51,24 @@ def timeline(events: list[Event], limit: int = 40) -> list[Event]:
         firsts.setdefault(key, e)
     ordered = sorted(firsts.values(), key=Event.sort_key)
     return ordered[:limit]
+
+
+def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
+                  ) -> tuple[float | None, list[str]]:
+    """A ceiling on the confidence, and why, when the verdict rests on evidence a decoy could
+    give: one exception line without its traceback, or a node's state with nothing tying the
+    node to the job."""
+    e = best.event
+    if e.detail.get("without_traceback"):
+        return CONTESTED_CONFIDENCE, [
+            f"the verdict rests on one exception line without its traceback ({e.locator}): "
+            "where it was raised is not in the bundle"]
+    if e.detail.get("node_record") and not (obs.job_nodes or obs.rank_hosts):
+        others = sorted({c.event.node for c in cands if c.event.detail.get("node_record")
+                         and c.event.node and c.event.node != e.node})
+        also = f"; {len(others)} other nodes are down too ({', '.join(others[:5])})" \
+            if others else ""
+        return CONTESTED_CONFIDENCE, [
+            f"which nodes the job ran on is not in the bundle: {e.node}'s state alone does not "
+            f"tie it to the job{also}"]
+    return None, []

@@ -378,7 +378,8 @@ def node_events(records: list[NodeRecord], ctx: ParseContext) -> list[Event]:
         state = "+".join(r.states)
         detail: dict[str, Any] = {"state": state, "reason": r.reason, "reason_user": r.reason_user,
                                   "reason_time": _iso(r.reason_time), "nodes": r.names,
-                                  "json_path": r.json_path, "note": outcome.note, **r.extra}
+                                  "json_path": r.json_path, "note": outcome.note,
+                                  "node_record": True, **r.extra}
         if outcome.note == "reason names a GPU":
             detail["suggests"] = "gpu_hardware"
         detail = {k: v for k, v in detail.items() if v not in (None, "", [])}

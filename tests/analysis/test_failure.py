@@ -267,3 +267,14 @@ def test_a_bundle_of_symptoms_alone_is_unknown_and_says_it_holds_only_symptoms()
     v = diagnose(Observations(events=[waiting]))
     assert (v.category, v.confidence) == ("unknown", 0.0)
     assert "only symptoms (1" in v.summary and v.evidence == [waiting]
+
+
+def test_a_node_state_with_nothing_tying_the_node_to_the_job_stays_below_half() -> None:
+    down = [ev(EventKind.node_fail, Role.primary, "node_failure", t=10 + i, node=n,
+               path="slurm/sinfo_R.txt", line=2 + i, node_record=True, state="DOWN")
+            for i, n in enumerate(("c020", "c021"))]
+    v = diagnose(Observations(events=down))
+    assert v.category == "node_failure" and v.confidence < 0.5
+    assert any("which nodes the job ran on" in u and "c021" in u for u in v.unknowns)
+    tied = diagnose(Observations(events=down, job_nodes=["c020", "c022"]))
+    assert tied.node == "c020" and tied.confidence > 0.5
