@@ -4,9 +4,15 @@ what its evidence cannot promise, and each node's and rank's first notable event
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from goodput_agent.analysis.failure_model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict
 from goodput_agent.analysis.observations import Observations
 from goodput_agent.events import Clock, Event, EventKind, Role
+
+
+def fmt_time(ts: datetime | None) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "an unplaced time"
 
 
 def note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
