@@ -109,8 +109,7 @@ def gpu_oom(rng: random.Random, case_id: str, variant: int) -> Case:
           '  File "/usr/local/lib/python3.11/site-packages/torch/nn/modules/module.py", line '
           "1553, in _wrapped_call_impl", "    return self._call_impl(*args, **kwargs)",
           _oom_text(rng, job.local_rank(culprit))]
-    for k, text in enumerate(tb):
-        story.say(culprit, later(t_fail, k * 0.001), text)
+    story.say_block(culprit, t_fail, tb)
     story.victims({culprit}, t_fail)
     notes = (f"Rank {culprit} ({job.host_of(culprit)}) raised a CUDA OOM first; the other "
              "ranks' watchdog timeouts date the stuck collective to that moment.")

@@ -36,8 +36,7 @@ def application_error(rng: random.Random, case_id: str, variant: int) -> Case:
     frames = APP_ERRORS[variant % len(APP_ERRORS)]
     tb = ["Traceback (most recent call last):", '  File "/workspace/train.py", line 301, in '
           "<module>", "    main()", *frames]
-    for k, text in enumerate(tb):
-        story.say(culprit, later(t_fail, k * 0.001), text)
+    story.say_block(culprit, t_fail, tb)
     story.victims({culprit}, t_fail)
     notes = (f"Rank {culprit} on {job.host_of(culprit)} raised {tb[-1].split(':')[0]} first; "
              "every other rank's watchdog timeout dates its stuck collective to that moment.")

@@ -100,8 +100,7 @@ def network_fault(rng: random.Random, case_id: str, variant: int) -> Case:
         for r in mine:
             head = f"{job.log_host(host)}:{job.pids[r]}:{job.pids[r] + 9} [{job.local_rank(r)}]"
             story.say(r, t_fail, f"{head} NCCL WARN {reason}")
-            for k, text in enumerate(_nccl_sys_error(reason)):
-                story.say(r, later(t_fail, 0.1 + k * 0.001), text)
+            story.say_block(r, later(t_fail, 0.1), _nccl_sys_error(reason))
         story.progress(t_fail, [r for r in range(job.world) if r not in mine])
         story.victims(set(mine), t_fail, seq=1)
         what = f"NCCL could not open the network on {host} ({reason}) at init"

@@ -38,6 +38,11 @@ class Story:
     def say(self, rank: int, t: datetime, text: str) -> None:
         self.lines.setdefault(rank, []).append((t, text))
 
+    def say_block(self, rank: int, t: datetime, texts: list[str]) -> None:
+        """A multi-line message (a traceback): its lines 1 ms apart, in order."""
+        for k, text in enumerate(texts):
+            self.say(rank, later(t, k * 0.001), text)
+
     def progress(self, until: datetime, ranks: list[int] | None = None) -> None:
         """Init lines, a step counter on rank 0, loud harmless warnings on every rank."""
         job, rng = self.job, self.rng

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel
 
 from goodput_agent.analysis.failure_model import SCHEDULER_KINDS, Alternative, Candidate
+from goodput_agent.analysis.failure_notes import fmt_time
 from goodput_agent.analysis.observations import NodeNames, Observations, iso_time
 from goodput_agent.events import Clock, Event, EventKind, Role
 
@@ -235,19 +236,19 @@ def set_aside_pre_existing(cands: list[Candidate], events: list[Event], obs: Obs
 
 def _pre_existing(c: Candidate, cascade: Cascade, went_on: Progress | None) -> Alternative:
     assert c.at is not None
-    shown = (f"{went_on.what} at {fmt(went_on.at)}" if went_on
-             else f"its collectives progressed until {fmt(cascade.onset)}")
+    shown = (f"{went_on.what} at {fmt_time(went_on.at)}" if went_on
+             else f"its collectives progressed until {fmt_time(cascade.onset)}")
     before = ""
     if cascade.onset and cascade.onset > c.at:
         minutes = (cascade.onset - c.at).total_seconds() / 60
         span = f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
-        before = (f" came {span} before the failure began ({fmt(cascade.onset)}, dated by "
+        before = (f" came {span} before the failure began ({fmt_time(cascade.onset)}, dated by "
                   f"{cascade.how}) and")
     return Alternative(
         category=c.category, node=c.event.node, rank=c.event.rank, confidence=0.05,
         evidence=[c.event],
-        why_not=(f"a pre-existing condition: {c.event.summary} at {fmt(c.at)}{before} the job "
-                 f"went on working after it ({shown}), so it did not stop the job"))
+        why_not=(f"a pre-existing condition: {c.event.summary} at {fmt_time(c.at)}{before} the "
+                 f"job went on working after it ({shown}), so it did not stop the job"))
 
 
 def causal_doubts(best: Candidate, events: list[Event], obs: Observations,
@@ -261,9 +262,9 @@ def causal_doubts(best: Candidate, events: list[Event], obs: Observations,
         doubts.append(f"the scheduler ended the job as {state} ({ended[0]}), which "
                       f"{best.event.summary} does not explain")
     if cascade.distant(best.at) and best.event.clock != Clock.carried:
-        doubts.append(f"{best.event.summary} at {fmt(best.at)} is long before the failure began "
-                      f"({fmt(cascade.onset)}, dated by {cascade.how}); nothing shows it stopped "
-                      "the job")
+        doubts.append(f"{best.event.summary} at {fmt_time(best.at)} is long before the failure "
+                      f"began ({fmt_time(cascade.onset)}, dated by {cascade.how}); nothing shows "
+                      "it stopped the job")
     return doubts
 
 
@@ -275,7 +276,3 @@ def _one_per_place(alts: list[Alternative]) -> list[Alternative]:
             seen.add((a.category, a.node))
             out.append(a)
     return out
-
-
-def fmt(ts: datetime | None) -> str:
-    return ts.strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "an unplaced time"

@@ -57,8 +57,8 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                   and e.role != Role.context]
         unknowns.append("no event that can start a failure (Xid, OOM, exception, NIC fault, "
                         "node loss, time limit, preemption) and no collective timeouts were found")
-        symptoms = sorted((e for e in events if e.role == Role.symptom and e not in failed),
-                          key=Event.sort_key)
+        symptoms = [] if failed else sorted((e for e in events if e.role == Role.symptom),
+                                            key=Event.sort_key)
         if failed:
             why = "the scheduler reports a failure but no log explains it"
         elif symptoms:
@@ -72,7 +72,7 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                               summary=f"Not enough evidence for a verdict: {why}")
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
     if own := silent_ranks_own_errors(hang, events, obs.rank_hosts):
-        return _own_error_verdict(own, hang, node, events)
+        return _own_error_verdict(own, hang, node)
     elastic = [e for e in events if e.kind == EventKind.elastic_failure]
     conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
     alts: list[Alternative] = []
@@ -96,8 +96,7 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                           summary=f"No rank failed on its own: {hang.reason}")
 
 
-def _own_error_verdict(own: list[Event], hang: HangFinding, node: str | None,
-                       events: list[Event]) -> FailureVerdict:
+def _own_error_verdict(own: list[Event], hang: HangFinding, node: str | None) -> FailureVerdict:
     """The ranks the others waited for had failed in NCCL themselves first: that error, not a
     hang, is the story. Its code alone ("unhandled system error") does not say which system
     call failed, so the confidence stays moderate."""

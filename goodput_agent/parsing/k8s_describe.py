@@ -44,7 +44,6 @@ def _when(text: str | None) -> datetime | None:
 @dataclass
 class _Container:
     name: str
-    start: int
     fields: dict[str, tuple[str, int]] = field(default_factory=dict)  # "State.Reason" -> value
 
 
@@ -78,7 +77,7 @@ class _Reader:
                 continue
             if section == "containers" and (c := _CONTAINER_NAME.match(line)):
                 self._end(container)
-                container, state = _Container(c["name"], n), ""
+                container, state = _Container(c["name"]), ""
                 continue
             m = _KEY.match(line)
             if not m:
@@ -87,7 +86,7 @@ class _Reader:
             if indent == 0:
                 section, container = self._top(key, val, n, container)
             elif key in ("State", "Last State"):
-                container = container or _Container("", n)
+                container = container or _Container("")
                 state = key
                 container.fields[key] = (val, n)
             elif container is not None and key in ("Reason", "Exit Code", "Signal", "Started",
