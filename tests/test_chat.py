@@ -89,7 +89,7 @@ def test_chat_shows_model_and_bundle_text_with_visible_escapes(tmp_path: Path,
     or the bundle says reaches the terminal as an escape sequence or as rich markup."""
     import io
 
-    from goodput_agent.chat import run_chat
+    from goodput_agent.cli.chat_repl import run_chat
     from tests.terminal_text import raw_controls
 
     hostile = "\x1b]0;pwned\x07 \x9b2J \u202e [link=http://x]click[/link]"

@@ -6,8 +6,8 @@ import json
 from jinja2 import Environment
 from rich.text import Text
 
+from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.logs import visible_values
-from goodput_agent.render import TerminalConsole
 from goodput_agent.untrusted import html, json_text, line, markup, rich_text, visible
 from tests.terminal_text import raw_controls
 

@@ -10,6 +10,10 @@ from goodput_agent.events import Event
 # the parts of a step, in drawing order; they sum to the step time
 PARTS = ("compute_us", "comm_transfer_us", "comm_wait_us", "memory_us", "idle_input_us",
          "idle_host_us", "idle_other_us")
+# how people read the parts (terminal tables, pictures)
+PART_LABELS = {"compute_us": "compute", "comm_transfer_us": "comm", "comm_wait_us": "wait ranks",
+               "memory_us": "memory", "idle_input_us": "idle input", "idle_host_us": "idle host",
+               "idle_other_us": "idle other"}
 
 
 class StepBreakdown(BaseModel):

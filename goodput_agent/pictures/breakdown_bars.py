@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.analysis.slowdown_model import PARTS, Breakdown, RankBreakdown, RunBreakdown
+from goodput_agent.analysis.slowdown_model import (
+    PART_LABELS,
+    PARTS,
+    Breakdown,
+    RankBreakdown,
+    RunBreakdown,
+)
 from goodput_agent.pictures import PART_COLOURS
-from goodput_agent.render import PART_LABELS
 from goodput_agent.svg import Scale, Svg, axis, grid, legend, nice_ticks
 
 WIDTH = 1000.0

@@ -13,7 +13,7 @@ from tests.servers.debian import free_port
 from tests.servers.kube_api import FixtureCluster, running_kube_api, write_kubeconfig
 from tests.servers.kube_fixtures import serving_cluster
 
-CASE = Path(__file__).resolve().parents[1] / "evals" / "cases" / "c30-host-oom-k8s-silent-oomkill"
+CASE = Path(__file__).resolve().parents[2] / "evals" / "cases" / "c30-host-oom-k8s-silent-oomkill"
 JOB = "ml-train/qwen2-72b-pretrain"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from goodput_agent import __version__
-from goodput_agent.cli_actions import (
+from goodput_agent.cli.actions import (
     actions_cmd,
     approve_cmd,
     policy_group,
@@ -21,15 +21,15 @@ from goodput_agent.cli_actions import (
     reject_cmd,
     verify_cmd,
 )
-from goodput_agent.cli_chat import chat, claude_options, claude_settings, eval_with_claude
-from goodput_agent.cli_k8s import K8sArgs, investigate_k8s, k8s_options
-from goodput_agent.cli_live import collect_cmd
-from goodput_agent.cli_node import node_health
-from goodput_agent.cli_serve import failure_timeline_cmd, serve_cmd
-from goodput_agent.cli_trace import trace
+from goodput_agent.cli.chat import chat, claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
+from goodput_agent.cli.live import collect_cmd
+from goodput_agent.cli.node import node_health
+from goodput_agent.cli.render import TerminalConsole, investigations_table
+from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
+from goodput_agent.cli.trace import trace
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
-from goodput_agent.render import TerminalConsole, investigations_table
 from goodput_agent.untrusted import json_text, line
 
 EXIT_BAD_INPUT = 2
@@ -106,8 +106,8 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 
 
 def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
+    from goodput_agent.cli.render import render_report
     from goodput_agent.investigate import exit_code
-    from goodput_agent.render import render_report
 
     if as_json:
         click.echo(json_text(report.to_json()))
@@ -187,7 +187,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
     if slurm_job:
         if bundle is not None or prometheus_url:
             raise click.UsageError("give a bundle, --slurm-job or --prometheus, one of them")
-        from goodput_agent.cli_live import investigate_slurm_job
+        from goodput_agent.cli.live import investigate_slurm_job
 
         _show(investigate_slurm_job(slurm_job, ledger_path, kind, pictures_dir, timeout_s,
                                     claude), as_json)
@@ -273,9 +273,9 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 @ledger_option
 def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
+    from goodput_agent.cli.render import render_record
     from goodput_agent.ledger import open_ledger
     from goodput_agent.planner.claude_store import usage_totals
-    from goodput_agent.render import render_record
 
     with open_ledger(_existing(ledger_path), read_only=True) as lg:
         inv_id = investigation_id or lg.latest_investigation_id()
@@ -365,6 +365,3 @@ for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, pro
 def main() -> None:
     cli()
 
-
-if __name__ == "__main__":
-    main()

@@ -80,7 +80,7 @@ def test_manifest_text_is_shown_escaped() -> None:
 
     from rich.console import Console
 
-    from goodput_agent.cli_live import render_manifest
+    from goodput_agent.cli.live import render_manifest
     from goodput_agent.collect.base import CollectedFile, CollectError
 
     now = datetime.now(UTC)

@@ -101,7 +101,8 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
 
     from goodput_agent import __version__
     from goodput_agent.bundle import open_bundle
-    from goodput_agent.chat import ChatSession, run_chat
+    from goodput_agent.chat import ChatSession
+    from goodput_agent.cli.chat_repl import run_chat
     from goodput_agent.kinds import infer_kind
     from goodput_agent.planner.claude import system_prompt
     from goodput_agent.toolkit import ToolContext
@@ -139,11 +140,11 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
 
     from rich.table import Table
 
+    from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES, suite_dir
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import Ledger
     from goodput_agent.planner.claude_store import usage_totals
-    from goodput_agent.render import TerminalConsole
     from goodput_agent.untrusted import markup
 
     settings = claude_settings(planner, flags)

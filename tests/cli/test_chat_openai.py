@@ -9,9 +9,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
+from tests.cli.test_chat import _Pty, claude_env  # noqa: F401 - the fixture is used by name
 from tests.planner.openai_fixtures import chat_script
 from tests.servers.chat_completions import ChatError, scripted_chat_completions
-from tests.test_cli_chat import _Pty, claude_env  # noqa: F401 - the fixture is used by name
 
 
 def test_chat_turn_on_a_self_hosted_model(claude_env: dict, demo_bundle: Path,  # noqa: F811

@@ -14,9 +14,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.parsing.kernel_log import match_xid, norm_pci
-from goodput_agent.render import TerminalConsole
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
 from goodput_agent.untrusted import json_text, markup, visible

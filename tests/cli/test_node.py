@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
-from goodput_agent.cli_node import kernel_xids
+from goodput_agent.cli.node import kernel_xids
 from goodput_agent.sources.nvml import GpuHealth, NodeHealth
 from tests.sources.nvml_fixture import FakeGpu, has_nvidia_driver, install
 
-REAL_XIDS = Path(__file__).resolve().parents[1].parent / "shared" / "realworld" / "A_xid" / \
+REAL_XIDS = Path(__file__).resolve().parents[2].parent / "shared" / "realworld" / "A_xid" / \
     "hf_m4_tr190_xid63_xid64_row_remap.log"
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from goodput_agent.analysis.trace_select import load_one, pick_step
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_text, line, markup
 
@@ -25,9 +26,8 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
         Breakdown,
         RankBreakdown,
         SlowdownVerdict,
-        StepBreakdown,
     )
-    from goodput_agent.parsing.trace_model import Step, Trace
+    from goodput_agent.parsing.trace_model import Trace
 
 EXIT_NO_VERDICT = 3
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -38,22 +38,6 @@ _top = click.option("--top", default=10, show_default=True, type=click.IntRange(
 def _warn(lines: list[str]) -> None:
     for text in lines:
         click.echo(f"goodput: warning: {line(text)}", err=True)
-
-
-def load_one(path: Path, rel_path: str | None = None, node_hint: str | None = None) -> Trace:
-    """One trace file; BadInput (one line naming it) when it cannot be loaded."""
-    from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import load_trace
-
-    name = rel_path or str(path)
-    if not path.exists():
-        raise BadInput(f"{name}: no such file or directory")
-    if path.is_dir():
-        raise BadInput(f"{name}: a directory, not a trace file")
-    try:
-        return load_trace(path, rel_path=name, node_hint=node_hint)
-    except ParseError as exc:
-        raise BadInput(str(exc).splitlines()[0] if str(exc) else f"{name}: not a trace") from None
 
 
 def load_run(path: Path) -> list[Trace]:
@@ -104,8 +88,7 @@ def _table(title: str) -> Table:
 
 
 def _part_cols(t: Table) -> None:
-    from goodput_agent.analysis.slowdown_model import PARTS
-    from goodput_agent.render import PART_LABELS
+    from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS
 
     for p in PARTS:
         t.add_column(PART_LABELS[p], justify="right")
@@ -167,7 +150,7 @@ def summary(trace_file: Path, as_json: bool, top: int) -> None:
         click.echo(json_text(rk.model_dump_json(indent=2)))
         return
 
-    from goodput_agent.render import TerminalConsole
+    from goodput_agent.cli.render import TerminalConsole
 
     console = TerminalConsole()
     median = f"median step {_ms(rk.median_step_us)} ms" if rk.steps else "no steps"
@@ -198,7 +181,7 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
         click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
                                "verdict": verdict.model_dump(mode="json")}, indent=2))
     else:
-        from goodput_agent.render import TerminalConsole
+        from goodput_agent.cli.render import TerminalConsole
 
         _render_diff(breakdown, verdict, top, TerminalConsole())
     if verdict.category == "unknown":
@@ -253,24 +236,6 @@ def _default_out(trace_file: Path, step: int) -> Path:
     for suffix in (".gz", ".json", ".trace", ".pt"):
         name = name.removesuffix(suffix)
     return Path(f"{name or 'trace'}.step{step}.svg")
-
-
-def pick_step(tr: Trace, number: int | None) -> tuple[Step, StepBreakdown]:
-    """Step `number`, or the median step (by duration), with its breakdown."""
-    from goodput_agent.analysis.trace_steps import rank_breakdown, step_breakdown, steps_of
-
-    steps = steps_of(tr)
-    if not steps:
-        raise BadInput(f"{tr.meta.path}: no steps to draw (no ProfilerStep spans, no GPU ops)")
-    if number is None:
-        median = rank_breakdown(tr).median_step
-        assert median is not None  # there are steps
-        return next(s for s in steps if s.number == median.step), median
-    step = next((s for s in steps if s.number == number), None)
-    if step is None:
-        raise BadInput(f"{tr.meta.path}: no step {number} (its steps: "
-                       f"{steps[0].number}..{steps[-1].number})")
-    return step, step_breakdown(tr, step)
 
 
 @trace.command("timeline")

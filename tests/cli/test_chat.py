@@ -21,7 +21,7 @@ from goodput_agent.cli import cli
 from tests.planner.claude_fixtures import FIXTURE_KEY, cite, happy_script
 from tests.servers.messages_api import FixtureReply, scripted_messages_api, text, tool_use
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

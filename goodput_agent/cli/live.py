@@ -12,14 +12,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from goodput_agent.cli_k8s import (
+from goodput_agent.cli.k8s import (
     K8sArgs,
     collect_k8s_bundle,
     collect_latency_options,
     k8s_options,
 )
+from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.collect.base import Manifest
-from goodput_agent.render import TerminalConsole
 from goodput_agent.report import Report
 from goodput_agent.untrusted import json_text, line, markup
 

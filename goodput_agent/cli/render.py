@@ -13,7 +13,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from goodput_agent.analysis.slowdown_model import PARTS, Breakdown
+from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, Breakdown
 from goodput_agent.ledger import INTERRUPTED, InvestigationRecord
 from goodput_agent.report import Report
 from goodput_agent.untrusted import markup, rich_text, safe_segments, visible
@@ -107,11 +107,6 @@ def render_report(report: Report, console: Console) -> None:
     if notes:
         console.print(Panel("\n".join(markup(n, newlines=False) for n in notes), title="Notes",
                             style="dim"))
-
-
-PART_LABELS = {"compute_us": "compute", "comm_transfer_us": "comm", "comm_wait_us": "wait ranks",
-               "memory_us": "memory", "idle_input_us": "idle input", "idle_host_us": "idle host",
-               "idle_other_us": "idle other"}
 
 
 def render_breakdown(b: Breakdown, console: Console) -> None:
@@ -227,7 +222,7 @@ def render_record(rec: InvestigationRecord, console: Console,
                   markup(tc["error"] or ""))
     console.print(t)
     if rec.actions:  # with what happened to each: approvals, executions, verifications
-        from goodput_agent.render_actions import render_action_chain
+        from goodput_agent.cli.render_actions import render_action_chain
 
         render_action_chain(rec, console)
 

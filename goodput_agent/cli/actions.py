@@ -15,8 +15,8 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
+from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.errors import BadInput
-from goodput_agent.render import TerminalConsole
 from goodput_agent.untrusted import line, markup, visible
 
 ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),

@@ -69,7 +69,7 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     assert r.exit_code == 2 and f"{bad}:4: tools.slurm_drain_node.enabled" in r.output
     r = CliRunner().invoke(cli, ["policy", "check", "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["enabled"] == {}
-    rbac = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes" / "rbac.yaml"
+    rbac = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "rbac.yaml"
     r = CliRunner().invoke(cli, ["policy", "check", str(rbac)])
     assert r.exit_code == 2 and "a Kubernetes manifest" in r.output
     assert len(r.output.strip().splitlines()) == 1
