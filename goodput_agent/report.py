@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from goodput_agent import failure_classes
 from goodput_agent.analysis.slowdown_model import Breakdown
 
 SCHEMA_ID = "goodput.report/v1"
@@ -13,8 +14,7 @@ SCHEMA_ID = "goodput.report/v1"
 Kind = Literal["failure", "slowdown", "latency"]
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
-    "failure": ("gpu_hardware", "gpu_oom", "host_oom", "application_error", "network_fault",
-                "node_failure", "hang", "time_limit", "preempted"),
+    "failure": failure_classes.NAMES,
     "slowdown": ("input_stall", "host_overhead", "straggler", "communication", "gpu_throttling"),
     "latency": ("queueing", "kv_cache_pressure", "prompt_length", "output_length"),
 }

@@ -25,6 +25,7 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
     FAILURE_CATEGORIES,
     GENERIC_STATE_CONFIDENCE,
     JOB_LEVEL,
+    ON_NODE,
     SCHEDULER_KINDS,
     STRENGTH,
     SYMPTOM_KINDS,
@@ -252,7 +253,7 @@ def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
         conf = min(conf, ceiling)
         unknowns.extend(why)
     if e.node and obs.kernel_log_nodes and e.node not in obs.kernel_log_nodes \
-            and best.category in ("gpu_hardware", "host_oom", "network_fault", "node_failure"):
+            and best.category in ON_NODE:
         conf -= 0.08
     return round(max(0.05, min(0.97, conf)), 2)
 

@@ -8,17 +8,13 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from goodput_agent.events import Event, EventKind
+from goodput_agent.failure_classes import FAILURE_CLASSES, names_where
 
-FAILURE_CATEGORIES = ("gpu_hardware", "gpu_oom", "host_oom", "application_error",
-                      "network_fault", "node_failure", "time_limit", "preempted")
-
-# How decisive a first failure of each category is when two start within the skew tolerance.
-STRENGTH = {"gpu_hardware": 1.0, "host_oom": 0.95, "node_failure": 0.92, "gpu_oom": 0.9,
-            "time_limit": 0.9, "preempted": 0.9, "network_fault": 0.75,
-            "application_error": 0.7}
-BASE_CONFIDENCE = {"gpu_hardware": 0.85, "gpu_oom": 0.9, "host_oom": 0.85,
-                   "application_error": 0.8, "network_fault": 0.72, "node_failure": 0.82,
-                   "time_limit": 0.9, "preempted": 0.9, "hang": 0.6}
+# the classes that compete as a first failure, their weights (goodput_agent.failure_classes)
+FAILURE_CATEGORIES = tuple(c.name for c in FAILURE_CLASSES if c.strength is not None)
+STRENGTH = {c.name: c.strength for c in FAILURE_CLASSES if c.strength is not None}
+BASE_CONFIDENCE = {c.name: c.base_confidence for c in FAILURE_CLASSES}
+ON_NODE = names_where(on_node=True)
 CONTESTED_CONFIDENCE = 0.45  # the scheduler's state or the cascade's timing speaks against it
 GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
 SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,

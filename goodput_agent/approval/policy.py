@@ -14,12 +14,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from goodput_agent import failure_classes
 from goodput_agent.errors import BadInput
 from goodput_agent.timespec import parse_duration
 
-# the categories a failure investigation can conclude (goodput_agent.kinds)
-RETRY_CATEGORIES = ("gpu_hardware", "network_fault", "node_failure", "gpu_oom", "host_oom",
-                    "application_error", "hang", "time_limit", "preempted")
+# the categories a failure investigation can conclude
+RETRY_CATEGORIES = failure_classes.NAMES
 
 
 class _Strict(BaseModel):
@@ -100,9 +100,9 @@ class RetryRule(_Strict):
     """A retry only when something changed."""
 
     require_change_for: list[str] = Field(
-        default_factory=lambda: ["gpu_oom", "host_oom", "application_error"])
+        default_factory=lambda: list(failure_classes.names_where(retry_needs="change")))
     require_exclusion_for: list[str] = Field(
-        default_factory=lambda: ["gpu_hardware", "network_fault", "node_failure"])
+        default_factory=lambda: list(failure_classes.names_where(retry_needs="exclusion")))
 
     @field_validator("require_change_for", "require_exclusion_for")
     @classmethod
