@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from goodput_agent.bundle import Inventory
 from goodput_agent.metrics.vllm_names import METRICS, Kind
-from goodput_agent.parsing.registry import FAILURE_FORMATS, METRICS_FORMATS
+from goodput_agent.parsing.registry import FAILURE_FORMATS, METRICS_FORMATS, SERVING_LOG_FORMATS
 
 KINDS = ("failure", "slowdown", "latency")
 # when several kinds can be answered and the words do not single one out: every job has logs,
@@ -26,7 +26,7 @@ _ASKED_AS = {"failure": "a failure", "slowdown": "a training slowdown",
              "latency": "an inference latency rise"}
 _EVIDENCE = {"failure": "no scheduler record, job log or kernel log",
              "slowdown": "no profiler (Kineto) trace",
-             "latency": "no serving-engine (vLLM) latency metrics"}
+             "latency": "no serving-engine (vLLM) latency metrics or engine log"}
 
 
 def _words(*alternatives: str) -> re.Pattern[str]:
@@ -112,6 +112,8 @@ class _Evidence:
             return bool(self._formats & FAILURE_FORMATS)
         if kind == "slowdown":
             return "kineto_trace" in self._formats
+        if self._formats & SERVING_LOG_FORMATS:
+            return True
         root = Path(self._inv.root)
         return any(has_serving_metrics(root / f.rel_path)
                    for f in self._inv.of_format(*METRICS_FORMATS))

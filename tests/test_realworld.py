@@ -15,7 +15,11 @@ from goodput_agent.ledger import Ledger
 # threads; the product calls that class `hang`, so both are accepted there.
 LABEL_TO_CATEGORY = {"gpu_hardware": {"gpu_hardware"}, "gpu_oom": {"gpu_oom"},
                      "host_oom": {"host_oom"}, "application_error": {"application_error"},
-                     "network": {"network_fault"}}
+                     "network": {"network_fault"},
+                     # the serving engine's own log: KV-cache preemptions, requests queued
+                     # behind long prompts' prefill (queueing; the prompts are the alternative)
+                     "kv_cache_preemption": {"kv_cache_pressure"},
+                     "queueing_long_prompts": {"queueing", "prompt_length"}}
 HANG_BY_OWN_WORK = {"accelerate314_timeout_one_rank_reading_200G_file",
                     "autocast381_postfit_allreduce_timeout_rank0_barrier"}
 # Excerpts whose deciding evidence is not in the text (a narrative without the raw lines, or a

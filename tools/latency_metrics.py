@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from goodput_agent.analysis.latency_model import LatencyResult
 from goodput_agent.metrics.source import MetricsSource, MetricsUnavailable, TimeWindow
+from goodput_agent.parsing.registry import METRICS_FORMATS, SERVING_LOG_FORMATS
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
 
@@ -19,8 +20,6 @@ class LatencyInput(BaseModel):
 
 def bundle_source(ctx: ToolContext) -> tuple[MetricsSource, list]:
     from goodput_agent.metrics.files import FileMetricsSource, load_engine_args
-    from goodput_agent.parsing.registry import METRICS_FORMATS
-
     if ctx.bundle is None:
         raise ToolUnavailable("no Prometheus given and no incident bundle open")
     root = ctx.bundle.root
@@ -38,6 +37,20 @@ def _config_files(ctx: ToolContext) -> list[str]:
     return sorted(f.rel_path for f in ctx.bundle.inventory.of_format("engine_config"))
 
 
+def engine_logs_only(ctx: ToolContext) -> list[str]:
+    """The engine's own logs, when the bundle has no latency histograms to measure with."""
+    from goodput_agent.kinds import has_serving_metrics
+
+    if ctx.bundle is None:
+        return []
+    inv = ctx.bundle.inventory
+    logs = sorted(f.rel_path for f in inv.of_format(*SERVING_LOG_FORMATS))
+    if logs and any(has_serving_metrics(ctx.bundle.root / f.rel_path)
+                    for f in inv.of_format(*METRICS_FORMATS)):
+        return []
+    return logs
+
+
 class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     name = "latency_metrics"
     input_model = LatencyInput
@@ -47,6 +60,11 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     def run(self, ctx: ToolContext, args: LatencyInput) -> LatencyResult:
         from goodput_agent.analysis.latency import analyse, resolve_service, source_failed
 
+        if ctx.metrics is None and (logs := engine_logs_only(ctx)):
+            from goodput_agent.analysis.engine_log import analyse_engine_log
+            from goodput_agent.toolkit import read_events
+
+            return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs)
         if ctx.metrics is not None:
             source, revisions = ctx.metrics, []
             if ctx.bundle is not None:

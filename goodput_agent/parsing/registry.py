@@ -16,6 +16,8 @@ KUBERNETES_FORMATS = frozenset({"k8s_list", "k8s_describe"})
 SCHEDULER_FORMATS = SLURM_FORMATS | KUBERNETES_FORMATS
 JOB_LOG_FORMATS = frozenset({"job_log", "torchelastic_error", "flight_recorder"})
 METRICS_FORMATS = frozenset({"openmetrics", "prom_api_json"})
+# a serving engine's own log: its periodic stats answer the latency question without metrics
+SERVING_LOG_FORMATS = frozenset({"vllm_log"})
 FAILURE_FORMATS = SCHEDULER_FORMATS | JOB_LOG_FORMATS | {"kernel_log"}
 
 
@@ -34,6 +36,7 @@ def parsers() -> tuple[Parser, ...]:
         openmetrics,
         slurm,
         torchelastic,
+        vllm_log,
     )
 
     # Structured formats first (they are unambiguous), free-text logs last.
@@ -44,6 +47,7 @@ def parsers() -> tuple[Parser, ...]:
         flight_recorder.PARSER,
         kineto.PARSER,
         *openmetrics.PARSERS,
+        vllm_log.PARSER,  # before engine_config: a server log quotes its command line
         job_script.PARSER,  # before the logs: a script's echo lines are not output
         k8s_manifest.PARSER,
         engine_config.PARSER,  # before the logs: a command line is configuration, not output
