@@ -51,8 +51,10 @@ class ClockPolicy(BaseModel):
         return naive.replace(tzinfo=self.tz).astimezone(UTC)
 
 
+# ISO 8601, and Go's standard logger (`2020/08/10 19:09:42`, the NVIDIA device plugin's)
 _ISO = re.compile(
-    r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?P<y>\d{4})(?P<sep>[-/])(?P<mo>\d{2})(?P=sep)(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):"
+    r"(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d{1,9}))?\s?(?P<tz>Z|[+-]\d{2}:?\d{2}|UTC)?"
 )
 _SYSLOG = re.compile(

@@ -42,3 +42,9 @@ def test_year_is_the_one_nearest_the_incident_at_new_year() -> None:
     assert ts == datetime(2023, 12, 31, 23, 59, 48, tzinfo=UTC)
     ts, _ = parse_glog("[E0101 00:00:05.000000 1 x.cpp:1]", policy)
     assert ts == datetime(2024, 1, 1, 0, 0, 5, tzinfo=UTC)
+
+def test_go_standard_logger_time_is_read_on_the_bundle_clock() -> None:
+    # the NVIDIA device plugin logs through Go's standard logger: "2006/01/02 15:04:05"
+    hit = parse_any("2020/08/10 19:09:42 XidCriticalError: Xid=69", ClockPolicy(tz_name="UTC"))
+    assert hit is not None and hit[0].isoformat() == "2020-08-10T19:09:42+00:00"
+    assert parse_any("2020-08/10 19:09:42 mixed separators", ClockPolicy()) is None
