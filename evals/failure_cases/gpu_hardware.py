@@ -1,0 +1,358 @@
+"""GPU hardware faults: Xid 79/48/64/74/95/119/94 and how the job dies of them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from goodput_agent.evals.cluster.context import Ctx, Outcome
+from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
+from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
+from goodput_agent.evals.cluster.formats import _hex
+from goodput_agent.evals.cluster.spec import CUDA_ASYNC_NOTE, PY_SITE
+from goodput_agent.evals.cluster.training import Death, progress, prologue, train_frames
+from goodput_agent.evals.failure_cases.recipe import _VOLUME, AGENT_LAYOUTS, Recipe
+
+
+def cuda_error(ctx: Ctx, rank: int, t: datetime, err: str, tail: str = "backward") -> Death:
+    return py_exception(
+        ctx,
+        rank,
+        t,
+        train_frames(ctx, tail),
+        [f"RuntimeError: CUDA error: {err}", *CUDA_ASYNC_NOTE],
+    )
+
+
+def watchdog_cuda_abort(ctx: Ctx, rank: int, t: datetime, err: str) -> Death:
+    """The NCCL watchdog thread hits a CUDA error on its own GPU and aborts the process."""
+    pg = ctx.pg(rank)
+    what = (
+        "NCCL watchdog thread terminated"
+        if ctx.spec.torch == "2.1"
+        else "Process group watchdog thread terminated"
+    )
+    msg = f"{pg} {what} with exception: CUDA error: {err}"
+    lines = [
+        f"{ctx.nccl_prefix(rank, 97)} NCCL WARN Cuda failure '{err}'",
+        ctx.c10(rank, t, "E", "ProcessGroupNCCL.cpp:1595", msg),
+        *CUDA_ASYNC_NOTE,
+        "",
+        "Exception raised from c10_cuda_check_implementation at "
+        "/pytorch/c10/cuda/CUDAException.cpp:43 "
+        "(most recent call first):",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+        f"  what():  {msg}",
+        *CUDA_ASYNC_NOTE,
+    ]
+    ctx.out(rank, t, lines)
+    return Death(t + timedelta(milliseconds=ctx.rng.randint(150, 500)), -6)
+
+
+def heartbeat_abort(ctx: Ctx, rank: int, t: datetime) -> Death:
+    """PyTorch's heartbeat monitor killing a rank whose watchdog is stuck inside a CUDA call."""
+    pg = ctx.pg(rank)
+    ms = timedelta(milliseconds=1)
+    ctx.out(
+        rank,
+        t,
+        [
+            ctx.c10(
+                rank,
+                t,
+                "E",
+                "ProcessGroupNCCL.cpp:1423",
+                f"{pg} Heartbeat monitor timed out! Process "
+                "will be terminated after dumping debug info. workMetaList_.size()=2",
+            ),
+            ctx.c10(
+                rank,
+                t + ms,
+                "E",
+                "ProcessGroupNCCL.cpp:1468",
+                f"{pg} ProcessGroupNCCL preparing to dump debug info.",
+            ),
+            ctx.c10(
+                rank,
+                t + 2 * ms,
+                "F",
+                "ProcessGroupNCCL.cpp:1299",
+                f"{pg} ProcessGroupNCCL's "
+                "watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+                "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) "
+                "hang "
+                "blocking the watchdog, and could be triggered by another thread holding the GIL "
+                "inside "
+                "a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If "
+                "you "
+                "suspect the watchdog is not actually stuck and a longer timeout would help, you "
+                "can "
+                "either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value "
+                "or "
+                "disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of "
+                "aforementioned helps, feel free to file an issue to PyTorch about the short "
+                "timeout or "
+                "false positive abort; otherwise, please attempt to debug the hang. ",
+            ),
+        ],
+    )
+    return Death(t + timedelta(milliseconds=600), -6)
+
+
+def sc_gpu_hardware(ctx: Ctx) -> Outcome:
+    spec, rng = ctx.spec, ctx.rng
+    ni, node, local, rank = _culprit(ctx)
+    pre_decoys(ctx)
+    run = prologue(ctx)
+    t_fail = _t_fail(ctx)
+    progress(ctx, run, t_fail)
+    pid, bus, v = ctx.pid(rank), ctx.bus[local], spec.variant
+    head = [
+        f"NVRM: GPU at PCI:{bus}: {node.uuids[local]}",
+        f"NVRM: GPU Board Serial Number: 16528{rng.randint(10**7, 10**8 - 1)}",
+    ]
+    fell = [
+        xid_line(ctx, local, 79, "GPU has fallen off the bus.", pid),
+        f"NVRM: GPU {bus}.0: GPU has fallen off the bus.",
+        "NVRM: A GPU crash dump has been created. If possible, please run",
+        "NVRM: nvidia-bug-report.sh as root to collect this data before",
+        "NVRM: the NVIDIA kernel module is unloaded.",
+    ]
+    dbe = xid_line(
+        ctx,
+        local,
+        48,
+        "An uncorrectable double bit error (DBE) has been detected on GPU in "
+        f"the framebuffer at physAddr 0x{_hex(rng, 9)} partition {rng.randint(0, 11)}, "
+        f"subpartition {rng.randint(0, 1)}.",
+        pid,
+    )
+    t_err = t_fail + timedelta(seconds=rng.uniform(0.4, 6.0))
+    kill: dict[str, Any] = {}
+    if v.startswith("xid79"):
+        kmsgs = head + fell
+        if v == "xid79-154" or "k8s" in v:
+            kmsgs.append(
+                xid_line(
+                    ctx,
+                    local,
+                    154,
+                    "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+                    pid,
+                )
+            )
+        death = watchdog_cuda_abort(ctx, rank, t_err, "unspecified launch failure")
+    elif v == "xid48-dbe":
+        kmsgs = head + [
+            dbe,
+            xid_line(
+                ctx,
+                local,
+                63,
+                f"Row Remapper: New row (0x{_hex(rng, 16)}) marked "
+                "for remapping, reset gpu to activate.",
+            ),
+        ]
+        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+    elif v == "xid64-row-remap":
+        kmsgs = head + [
+            dbe,
+            xid_line(
+                ctx,
+                local,
+                64,
+                f"Row Remapper Error: (0x{_hex(rng, 16)}) - All "
+                "reserved rows for bank are remapped",
+            ),
+            xid_line(
+                ctx,
+                local,
+                154,
+                "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+                pid,
+            ),
+        ]
+        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")
+    elif v == "xid74-nvlink":
+        link = rng.randint(0, 17)
+        kmsgs = head + [
+            xid_line(
+                ctx,
+                local,
+                74,
+                f"NVLink: fatal error detected on link {link}(0x0, 0x0, "
+                "0x10000, 0x0, 0x0, 0x0, 0x0)",
+                pid,
+            )
+        ]
+        ctx.out(
+            rank,
+            t_err - timedelta(milliseconds=3),
+            [
+                f"{ctx.nccl_prefix(rank, 97)} transport/p2p.cc:275 NCCL WARN Cuda failure "
+                "'unspecified launch failure'",
+                f"{ctx.nccl_prefix(rank, 97)} NCCL INFO transport/p2p.cc:436 -> 1",
+            ],
+        )
+        frames = train_frames(ctx, "backward")[:-1] + [
+            (
+                f"{PY_SITE}/torch/distributed/fsdp/_runtime_utils.py",
+                1093,
+                "_reduce_grad",
+                "dist.reduce_scatter_tensor(",
+            ),
+            (
+                f"{PY_SITE}/torch/distributed/distributed_c10d.py",
+                4102,
+                "reduce_scatter_tensor",
+                "work = group._reduce_scatter_base(output, input, opts)",
+            ),
+        ]
+        death = py_exception(
+            ctx,
+            rank,
+            t_err,
+            frames,
+            [
+                "torch.distributed.DistBackendError: NCCL error in: "
+                "/pytorch/torch/csrc/distributed/c10d/"
+                "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+                "details), "
+                f"NCCL version {ctx.nccl}",
+                "ncclUnhandledCudaError: Call to CUDA function failed.",
+                "Last error:",
+                "Cuda failure 'unspecified launch failure'",
+            ],
+        )
+    elif v == "xid95-drain":
+        kmsgs = head + [
+            xid_line(ctx, local, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No", pid),
+            xid_line(
+                ctx,
+                local,
+                154,
+                "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
+                pid,
+            ),
+        ]
+        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+    elif v == "xid119-gsp":
+        banner = "NVRM: _kgspLogXid119: "
+        kmsgs = [
+            f"{banner}{'*' * 33} GSP Timeout {'*' * 34}",
+            f"{banner}Note: Please also check logs above.",
+            xid_line(
+                ctx,
+                local,
+                119,
+                f"Timeout after 45s of waiting for RPC response from GPU{local} "
+                f"GSP! Expected function 76 (GSP_RM_CONTROL) sequence {rng.randint(9000, 40000)} "
+                "(0x20801702 0x4).",
+                pid,
+            ),
+            f"{banner}{'*' * 80}",
+        ]
+        ctx.kern_block(
+            node,
+            t_fail + timedelta(seconds=45),
+            [
+                xid_line(
+                    ctx,
+                    local,
+                    119,
+                    f"Timeout after 45s of waiting for RPC response from GPU{local} GSP! "
+                    "Expected function 10 (FREE) (0x5c000001 0x0).",
+                    pid,
+                )
+            ],
+        )
+        death = heartbeat_abort(ctx, rank, t_fail + timedelta(seconds=480 + rng.uniform(0.2, 3)))
+    elif v == "xid94-contained":
+        kmsgs = head + [xid_line(ctx, local, 94, "Contained: SM (0x1). RST: No, D-RST: No", pid)]
+        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")
+    else:
+        raise ValueError(v)
+    ctx.kern_block(node, t_fail, kmsgs)
+    oc = _finish_crash(ctx, run, t_fail, rank, death, **kill)
+    if v == "xid79-k8s-nokern":
+        oc.k8s_nodes[node.name] = {"alloc_gpu": ctx.gpn - 1}
+    return oc
+
+
+RECIPES: tuple[Recipe, ...] = (
+    Recipe(
+        "gpu_hardware",
+        "xid79",
+        misleading=True,
+        decoys=("xid45", "xid43"),
+        layouts=AGENT_LAYOUTS,
+        notes="Xid 79 (fell off the bus) on {node} {bus} behind rank {rank}; "
+        + _VOLUME
+        + "; an Xid 45/43 on another node comes after the kill and is a symptom",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid48-dbe",
+        misleading=True,
+        decoys=("old_xid",),
+        layouts=AGENT_LAYOUTS,
+        notes="Xid 48 (DBE) + 63 on {node} {bus}, rank {rank} raises 'uncorrectable ECC error "
+        "encountered'; an Xid 79 on another node is from the previous day (outside the window)",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid64-row-remap",
+        platform="k8s",
+        misleading=True,
+        decoys=("xid45",),
+        notes="Xid 48 + 64 (row remapping exhausted) + 154 'GPU Reset Required' on {node} {bus}; "
+        "Xid 45 on another node after the kill is a symptom",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid74-nvlink",
+        kill=True,
+        culprit="not_master",
+        notes="Xid 74 NVLink fatal error on {node} {bus}; rank {rank} fails with "
+        "ncclUnhandledCudaError",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid95-drain",
+        misleading=True,
+        tz="local",
+        layouts=AGENT_LAYOUTS,
+        notes="Xid 95 (uncontained ECC) + 154 'Drain and Reset' on {node} {bus}; times are local",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid119-gsp",
+        misleading=True,
+        torch=("2.3", "2.5", "2.6"),
+        layouts=AGENT_LAYOUTS,
+        notes="Xid 119 GSP RPC timeout on {node} {bus}: rank {rank} hangs silently until the "
+        "heartbeat "
+        "monitor kills it (looks like a hang)",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid79-k8s-nokern",
+        platform="k8s",
+        misleading=True,
+        culprit_kernel=None,
+        notes="Xid 79 on {node} but its kernel log is missing: only rank {rank}'s CUDA error and "
+        "the node's "
+        "allocatable nvidia.com/gpu dropping to 7 show it",
+    ),
+    Recipe(
+        "gpu_hardware",
+        "xid94-contained",
+        kill=True,
+        culprit="not_master",
+        retry=True,
+        culprit_kernel="dmesg-raw",
+        notes="Xid 94 (contained ECC) on {node} {bus} in raw dmesg (uptime, anchored by syslog); "
+        "NVIDIA's "
+        "action is restart the app, so a retry is useful",
+    ),
+)
