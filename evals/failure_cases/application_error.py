@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import random
+from datetime import datetime, timedelta
 
-from goodput_agent.evals.cluster.context import Ctx, Outcome, _slurm_time
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
 from goodput_agent.evals.cluster.endings import (
     _culprit,
@@ -26,6 +27,194 @@ from goodput_agent.evals.cluster.training import (
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
+def _app_dataset_keyerror(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+    key = f"shard-{rng.randint(0, 2047):05d}/seq-{rng.randint(0, 99999):06d}"
+    frames = train_frames(ctx, "none") + [
+        ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
+        (
+            f"{PY_SITE}/torch/utils/data/dataloader.py",
+            701,
+            "__next__",
+            "data = self._next_data()",
+        ),
+        (
+            f"{PY_SITE}/torch/utils/data/dataloader.py",
+            1465,
+            "_next_data",
+            "return self._process_data(data)",
+        ),
+        (f"{PY_SITE}/torch/utils/data/dataloader.py", 1491, "_process_data", "data.reraise()"),
+        (f"{PY_SITE}/torch/_utils.py", 715, "reraise", "raise exception"),
+    ]
+    worker = rng.randint(0, 7)
+    exc = [
+        f"KeyError: Caught KeyError in DataLoader worker process {worker}.",
+        "Original Traceback (most recent call last):",
+        f'  File "{PY_SITE}/torch/utils/data/_utils/worker.py", line 351, in _worker_loop',
+        "    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
+        f'  File "{PY_SITE}/torch/utils/data/_utils/fetch.py", line 52, in fetch',
+        "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+        '  File "/workspace/llm/data/packed_dataset.py", line 187, in __getitem__',
+        "    meta = self.index[key]",
+        f"KeyError: '{key}'",
+        "",
+    ]
+    death = py_exception(ctx, rank, t_fail, frames, exc)
+    return death
+
+
+def _app_missing_shard(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+    path = f"/lustre/datasets/fineweb-edu/tokenized/shard-{rng.randint(0, 4095):05d}.bin"
+    frames = train_frames(ctx, "none") + [
+        ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
+        (
+            "/workspace/llm/data/packed_dataset.py",
+            141,
+            "__iter__",
+            "yield from self._read_shard(shard)",
+        ),
+        (
+            "/workspace/llm/data/packed_dataset.py",
+            96,
+            "_read_shard",
+            'tokens = np.memmap(path, dtype=np.uint16, mode="r")',
+        ),
+        (
+            "/usr/local/lib/python3.10/dist-packages/numpy/core/memmap.py",
+            229,
+            "__new__",
+            "f_ctx = open(os_fspath(filename), ('r' if mode == 'c' else mode)+'b')",
+        ),
+    ]
+    death = py_exception(
+        ctx,
+        rank,
+        t_fail,
+        frames,
+        [f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'"],
+    )
+    return death
+
+
+def _app_assertion_rank0(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+    frames = train_frames(ctx, "forward") + [
+        (
+            "/workspace/llm/model/transformer.py",
+            388,
+            "forward",
+            "h = layer(h, freqs_cis, mask)",
+        ),
+        (
+            f"{PY_SITE}/torch/nn/modules/module.py",
+            1747,
+            "_call_impl",
+            "return forward_call(*args, **kwargs)",
+        ),
+        (
+            "/workspace/llm/model/attention.py",
+            142,
+            "forward",
+            'assert q.shape[-2] == k.shape[-2], f"seq mismatch {q.shape} vs {k.shape}"',
+        ),
+    ]
+    seq_len = rng.choice((4096, 8192))
+    death = py_exception(
+        ctx,
+        rank,
+        t_fail,
+        frames,
+        [
+            f"AssertionError: seq mismatch torch.Size([2, 32, {seq_len}, 128]) vs "
+            "torch.Size([2, 32, "
+            f"{seq_len - 2}, 128])"
+        ],
+    )
+    return death
+
+
+def _app_xid13_illegal_address(
+    ctx: Ctx,
+    v: str,
+    local: int,
+    pid: int,
+    rng: random.Random,
+    node: NodeRT,
+    t_fail: datetime,
+    rank: int,
+):
+    if v == "xid13-illegal-address":
+        gpc, tpc = rng.randint(0, 7), rng.randint(0, 8)
+        kmsgs = [
+            xid_line(
+                ctx,
+                local,
+                13,
+                f"Graphics SM Warp Exception on (GPC {gpc}, TPC {tpc}, SM 0): Out Of Range Address",
+            ),
+            xid_line(
+                ctx,
+                local,
+                13,
+                f"Graphics SM Global Exception on (GPC {gpc}, TPC {tpc}, SM 0): "
+                "Multiple Warp Errors",
+            ),
+            xid_line(
+                ctx,
+                local,
+                13,
+                "Graphics Exception: ESR 0x524648=0x101000e 0x52464c=0x24 "
+                "0x524650=0x0 0x524644=0x1174",
+            ),
+            xid_line(ctx, local, 43, "Ch 00000008", pid),
+        ]
+        kernel_frame = (
+            "/workspace/llm/kernels/fused_rope.py",
+            88,
+            "forward",
+            "_fused_rope_fwd[grid](q, k, cos, sin, q.stride(0), BLOCK=block)",
+        )
+    else:
+        kmsgs = [
+            xid_line(
+                ctx,
+                local,
+                31,
+                f"Ch 0000003b, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+                f"GPCCLIENT_T1_{rng.randint(0, 15)} faulted @ "
+                f"0x7f{_hex(rng, 2)}_{_hex(rng, 8)}. "
+                "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+                pid,
+            )
+        ]
+        kernel_frame = (
+            "/workspace/llm/kernels/moe_dispatch.py",
+            133,
+            "dispatch",
+            "_scatter_tokens_kernel[grid](x, idx, out, n_tokens, BLOCK_M=64)",
+        )
+    ctx.kern_block(node, t_fail, kmsgs)
+    frames = train_frames(ctx, "forward") + [
+        kernel_frame,
+        (
+            f"{PY_SITE}/triton/runtime/jit.py",
+            345,
+            "<lambda>",
+            "return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)",
+        ),
+    ]
+    death = py_exception(
+        ctx,
+        rank,
+        t_fail + timedelta(seconds=rng.uniform(0.2, 2)),
+        frames,
+        [
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            *CUDA_ASYNC_NOTE,
+        ],
+    )
+    return death
+
+
 def sc_application_error(ctx: Ctx) -> Outcome:
     rng, v = ctx.rng, ctx.spec.variant
     ni, node, local, rank = _culprit(ctx)
@@ -37,173 +226,13 @@ def sc_application_error(ctx: Ctx) -> Outcome:
     progress(ctx, run, t_fail)
     pid = ctx.pid(rank)
     if v == "dataset-keyerror":
-        key = f"shard-{rng.randint(0, 2047):05d}/seq-{rng.randint(0, 99999):06d}"
-        frames = train_frames(ctx, "none") + [
-            ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
-            (
-                f"{PY_SITE}/torch/utils/data/dataloader.py",
-                701,
-                "__next__",
-                "data = self._next_data()",
-            ),
-            (
-                f"{PY_SITE}/torch/utils/data/dataloader.py",
-                1465,
-                "_next_data",
-                "return self._process_data(data)",
-            ),
-            (f"{PY_SITE}/torch/utils/data/dataloader.py", 1491, "_process_data", "data.reraise()"),
-            (f"{PY_SITE}/torch/_utils.py", 715, "reraise", "raise exception"),
-        ]
-        worker = rng.randint(0, 7)
-        exc = [
-            f"KeyError: Caught KeyError in DataLoader worker process {worker}.",
-            "Original Traceback (most recent call last):",
-            f'  File "{PY_SITE}/torch/utils/data/_utils/worker.py", line 351, in _worker_loop',
-            "    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
-            f'  File "{PY_SITE}/torch/utils/data/_utils/fetch.py", line 52, in fetch',
-            "    data = [self.dataset[idx] for idx in possibly_batched_index]",
-            '  File "/workspace/llm/data/packed_dataset.py", line 187, in __getitem__',
-            "    meta = self.index[key]",
-            f"KeyError: '{key}'",
-            "",
-        ]
-        death = py_exception(ctx, rank, t_fail, frames, exc)
+        death = _app_dataset_keyerror(ctx, rng, rank, t_fail)
     elif v == "missing-shard":
-        path = f"/lustre/datasets/fineweb-edu/tokenized/shard-{rng.randint(0, 4095):05d}.bin"
-        frames = train_frames(ctx, "none") + [
-            ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
-            (
-                "/workspace/llm/data/packed_dataset.py",
-                141,
-                "__iter__",
-                "yield from self._read_shard(shard)",
-            ),
-            (
-                "/workspace/llm/data/packed_dataset.py",
-                96,
-                "_read_shard",
-                'tokens = np.memmap(path, dtype=np.uint16, mode="r")',
-            ),
-            (
-                "/usr/local/lib/python3.10/dist-packages/numpy/core/memmap.py",
-                229,
-                "__new__",
-                "f_ctx = open(os_fspath(filename), ('r' if mode == 'c' else mode)+'b')",
-            ),
-        ]
-        death = py_exception(
-            ctx,
-            rank,
-            t_fail,
-            frames,
-            [f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'"],
-        )
+        death = _app_missing_shard(ctx, rng, rank, t_fail)
     elif v == "assertion-rank0":
-        frames = train_frames(ctx, "forward") + [
-            (
-                "/workspace/llm/model/transformer.py",
-                388,
-                "forward",
-                "h = layer(h, freqs_cis, mask)",
-            ),
-            (
-                f"{PY_SITE}/torch/nn/modules/module.py",
-                1747,
-                "_call_impl",
-                "return forward_call(*args, **kwargs)",
-            ),
-            (
-                "/workspace/llm/model/attention.py",
-                142,
-                "forward",
-                'assert q.shape[-2] == k.shape[-2], f"seq mismatch {q.shape} vs {k.shape}"',
-            ),
-        ]
-        seq_len = rng.choice((4096, 8192))
-        death = py_exception(
-            ctx,
-            rank,
-            t_fail,
-            frames,
-            [
-                f"AssertionError: seq mismatch torch.Size([2, 32, {seq_len}, 128]) vs "
-                "torch.Size([2, 32, "
-                f"{seq_len - 2}, 128])"
-            ],
-        )
+        death = _app_assertion_rank0(ctx, rng, rank, t_fail)
     elif v in ("xid13-illegal-address", "xid31-triton-mmu"):
-        if v == "xid13-illegal-address":
-            gpc, tpc = rng.randint(0, 7), rng.randint(0, 8)
-            kmsgs = [
-                xid_line(
-                    ctx,
-                    local,
-                    13,
-                    f"Graphics SM Warp Exception on (GPC {gpc}, TPC {tpc}, SM 0): "
-                    "Out Of Range Address",
-                ),
-                xid_line(
-                    ctx,
-                    local,
-                    13,
-                    f"Graphics SM Global Exception on (GPC {gpc}, TPC {tpc}, SM 0): "
-                    "Multiple Warp Errors",
-                ),
-                xid_line(
-                    ctx,
-                    local,
-                    13,
-                    "Graphics Exception: ESR 0x524648=0x101000e 0x52464c=0x24 "
-                    "0x524650=0x0 0x524644=0x1174",
-                ),
-                xid_line(ctx, local, 43, "Ch 00000008", pid),
-            ]
-            kernel_frame = (
-                "/workspace/llm/kernels/fused_rope.py",
-                88,
-                "forward",
-                "_fused_rope_fwd[grid](q, k, cos, sin, q.stride(0), BLOCK=block)",
-            )
-        else:
-            kmsgs = [
-                xid_line(
-                    ctx,
-                    local,
-                    31,
-                    f"Ch 0000003b, intr 00000000. MMU Fault: ENGINE GRAPHICS "
-                    f"GPCCLIENT_T1_{rng.randint(0, 15)} faulted @ "
-                    f"0x7f{_hex(rng, 2)}_{_hex(rng, 8)}. "
-                    "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
-                    pid,
-                )
-            ]
-            kernel_frame = (
-                "/workspace/llm/kernels/moe_dispatch.py",
-                133,
-                "dispatch",
-                "_scatter_tokens_kernel[grid](x, idx, out, n_tokens, BLOCK_M=64)",
-            )
-        ctx.kern_block(node, t_fail, kmsgs)
-        frames = train_frames(ctx, "forward") + [
-            kernel_frame,
-            (
-                f"{PY_SITE}/triton/runtime/jit.py",
-                345,
-                "<lambda>",
-                "return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)",
-            ),
-        ]
-        death = py_exception(
-            ctx,
-            rank,
-            t_fail + timedelta(seconds=rng.uniform(0.2, 2)),
-            frames,
-            [
-                "RuntimeError: CUDA error: an illegal memory access was encountered",
-                *CUDA_ASYNC_NOTE,
-            ],
-        )
+        death = _app_xid13_illegal_address(ctx, v, local, pid, rng, node, t_fail, rank)
     else:
         raise ValueError(v)
     return _finish_crash(ctx, run, t_fail, rank, death)

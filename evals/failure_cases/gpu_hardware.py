@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from goodput_agent.evals.cluster.context import Ctx, Outcome
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
 from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
 from goodput_agent.evals.cluster.formats import _hex
@@ -99,6 +100,166 @@ def heartbeat_abort(ctx: Ctx, rank: int, t: datetime) -> Death:
     return Death(t + timedelta(milliseconds=600), -6)
 
 
+def _gpu_xid79(ctx: Ctx, head, fell, v: str, local: int, pid: int, rank: int, t_err: datetime):
+    kmsgs = head + fell
+    if v == "xid79-154" or "k8s" in v:
+        kmsgs.append(
+            xid_line(
+                ctx,
+                local,
+                154,
+                "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+                pid,
+            )
+        )
+    death = watchdog_cuda_abort(ctx, rank, t_err, "unspecified launch failure")
+    return kmsgs, death
+
+
+def _gpu_xid48_dbe(ctx: Ctx, head, dbe, local: int, rng: random.Random, rank: int, t_err: datetime):
+    kmsgs = head + [
+        dbe,
+        xid_line(
+            ctx,
+            local,
+            63,
+            f"Row Remapper: New row (0x{_hex(rng, 16)}) marked "
+            "for remapping, reset gpu to activate.",
+        ),
+    ]
+    death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+    return kmsgs, death
+
+
+def _gpu_xid64_row_remap(
+    ctx: Ctx, head, dbe, local: int, pid: int, rng: random.Random, rank: int, t_err: datetime
+):
+    kmsgs = head + [
+        dbe,
+        xid_line(
+            ctx,
+            local,
+            64,
+            f"Row Remapper Error: (0x{_hex(rng, 16)}) - All reserved rows for bank are remapped",
+        ),
+        xid_line(
+            ctx,
+            local,
+            154,
+            "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+            pid,
+        ),
+    ]
+    death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")
+    return kmsgs, death
+
+
+def _gpu_xid74_nvlink(
+    ctx: Ctx, rng: random.Random, head, local: int, pid: int, rank: int, t_err: datetime
+):
+    link = rng.randint(0, 17)
+    kmsgs = head + [
+        xid_line(
+            ctx,
+            local,
+            74,
+            f"NVLink: fatal error detected on link {link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+            pid,
+        )
+    ]
+    ctx.out(
+        rank,
+        t_err - timedelta(milliseconds=3),
+        [
+            f"{ctx.nccl_prefix(rank, 97)} transport/p2p.cc:275 NCCL WARN Cuda failure "
+            "'unspecified launch failure'",
+            f"{ctx.nccl_prefix(rank, 97)} NCCL INFO transport/p2p.cc:436 -> 1",
+        ],
+    )
+    frames = train_frames(ctx, "backward")[:-1] + [
+        (
+            f"{PY_SITE}/torch/distributed/fsdp/_runtime_utils.py",
+            1093,
+            "_reduce_grad",
+            "dist.reduce_scatter_tensor(",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/distributed_c10d.py",
+            4102,
+            "reduce_scatter_tensor",
+            "work = group._reduce_scatter_base(output, input, opts)",
+        ),
+    ]
+    death = py_exception(
+        ctx,
+        rank,
+        t_err,
+        frames,
+        [
+            "torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+            "details), "
+            f"NCCL version {ctx.nccl}",
+            "ncclUnhandledCudaError: Call to CUDA function failed.",
+            "Last error:",
+            "Cuda failure 'unspecified launch failure'",
+        ],
+    )
+    return kmsgs, death
+
+
+def _gpu_xid95_drain(ctx: Ctx, head, local: int, pid: int, rank: int, t_err: datetime):
+    kmsgs = head + [
+        xid_line(ctx, local, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No", pid),
+        xid_line(
+            ctx,
+            local,
+            154,
+            "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
+            pid,
+        ),
+    ]
+    death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+    return kmsgs, death
+
+
+def _gpu_xid119_gsp(
+    ctx: Ctx, local: int, pid: int, rng: random.Random, node: NodeRT, t_fail: datetime, rank: int
+):
+    banner = "NVRM: _kgspLogXid119: "
+    kmsgs = [
+        f"{banner}{'*' * 33} GSP Timeout {'*' * 34}",
+        f"{banner}Note: Please also check logs above.",
+        xid_line(
+            ctx,
+            local,
+            119,
+            f"Timeout after 45s of waiting for RPC response from GPU{local} "
+            f"GSP! Expected function 76 (GSP_RM_CONTROL) sequence {rng.randint(9000, 40000)} "
+            "(0x20801702 0x4).",
+            pid,
+        ),
+        f"{banner}{'*' * 80}",
+    ]
+    ctx.kern_block(
+        node,
+        t_fail + timedelta(seconds=45),
+        [
+            xid_line(
+                ctx,
+                local,
+                119,
+                f"Timeout after 45s of waiting for RPC response from GPU{local} GSP! "
+                "Expected function 10 (FREE) (0x5c000001 0x0).",
+                pid,
+            )
+        ],
+    )
+    death = heartbeat_abort(ctx, rank, t_fail + timedelta(seconds=480 + rng.uniform(0.2, 3)))
+    return kmsgs, death
+
+
 def sc_gpu_hardware(ctx: Ctx) -> Outcome:
     spec, rng = ctx.spec, ctx.rng
     ni, node, local, rank = _culprit(ctx)
@@ -130,143 +291,17 @@ def sc_gpu_hardware(ctx: Ctx) -> Outcome:
     t_err = t_fail + timedelta(seconds=rng.uniform(0.4, 6.0))
     kill: dict[str, Any] = {}
     if v.startswith("xid79"):
-        kmsgs = head + fell
-        if v == "xid79-154" or "k8s" in v:
-            kmsgs.append(
-                xid_line(
-                    ctx,
-                    local,
-                    154,
-                    "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
-                    pid,
-                )
-            )
-        death = watchdog_cuda_abort(ctx, rank, t_err, "unspecified launch failure")
+        kmsgs, death = _gpu_xid79(ctx, head, fell, v, local, pid, rank, t_err)
     elif v == "xid48-dbe":
-        kmsgs = head + [
-            dbe,
-            xid_line(
-                ctx,
-                local,
-                63,
-                f"Row Remapper: New row (0x{_hex(rng, 16)}) marked "
-                "for remapping, reset gpu to activate.",
-            ),
-        ]
-        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+        kmsgs, death = _gpu_xid48_dbe(ctx, head, dbe, local, rng, rank, t_err)
     elif v == "xid64-row-remap":
-        kmsgs = head + [
-            dbe,
-            xid_line(
-                ctx,
-                local,
-                64,
-                f"Row Remapper Error: (0x{_hex(rng, 16)}) - All "
-                "reserved rows for bank are remapped",
-            ),
-            xid_line(
-                ctx,
-                local,
-                154,
-                "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
-                pid,
-            ),
-        ]
-        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")
+        kmsgs, death = _gpu_xid64_row_remap(ctx, head, dbe, local, pid, rng, rank, t_err)
     elif v == "xid74-nvlink":
-        link = rng.randint(0, 17)
-        kmsgs = head + [
-            xid_line(
-                ctx,
-                local,
-                74,
-                f"NVLink: fatal error detected on link {link}(0x0, 0x0, "
-                "0x10000, 0x0, 0x0, 0x0, 0x0)",
-                pid,
-            )
-        ]
-        ctx.out(
-            rank,
-            t_err - timedelta(milliseconds=3),
-            [
-                f"{ctx.nccl_prefix(rank, 97)} transport/p2p.cc:275 NCCL WARN Cuda failure "
-                "'unspecified launch failure'",
-                f"{ctx.nccl_prefix(rank, 97)} NCCL INFO transport/p2p.cc:436 -> 1",
-            ],
-        )
-        frames = train_frames(ctx, "backward")[:-1] + [
-            (
-                f"{PY_SITE}/torch/distributed/fsdp/_runtime_utils.py",
-                1093,
-                "_reduce_grad",
-                "dist.reduce_scatter_tensor(",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/distributed_c10d.py",
-                4102,
-                "reduce_scatter_tensor",
-                "work = group._reduce_scatter_base(output, input, opts)",
-            ),
-        ]
-        death = py_exception(
-            ctx,
-            rank,
-            t_err,
-            frames,
-            [
-                "torch.distributed.DistBackendError: NCCL error in: "
-                "/pytorch/torch/csrc/distributed/c10d/"
-                "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
-                "details), "
-                f"NCCL version {ctx.nccl}",
-                "ncclUnhandledCudaError: Call to CUDA function failed.",
-                "Last error:",
-                "Cuda failure 'unspecified launch failure'",
-            ],
-        )
+        kmsgs, death = _gpu_xid74_nvlink(ctx, rng, head, local, pid, rank, t_err)
     elif v == "xid95-drain":
-        kmsgs = head + [
-            xid_line(ctx, local, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No", pid),
-            xid_line(
-                ctx,
-                local,
-                154,
-                "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
-                pid,
-            ),
-        ]
-        death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
+        kmsgs, death = _gpu_xid95_drain(ctx, head, local, pid, rank, t_err)
     elif v == "xid119-gsp":
-        banner = "NVRM: _kgspLogXid119: "
-        kmsgs = [
-            f"{banner}{'*' * 33} GSP Timeout {'*' * 34}",
-            f"{banner}Note: Please also check logs above.",
-            xid_line(
-                ctx,
-                local,
-                119,
-                f"Timeout after 45s of waiting for RPC response from GPU{local} "
-                f"GSP! Expected function 76 (GSP_RM_CONTROL) sequence {rng.randint(9000, 40000)} "
-                "(0x20801702 0x4).",
-                pid,
-            ),
-            f"{banner}{'*' * 80}",
-        ]
-        ctx.kern_block(
-            node,
-            t_fail + timedelta(seconds=45),
-            [
-                xid_line(
-                    ctx,
-                    local,
-                    119,
-                    f"Timeout after 45s of waiting for RPC response from GPU{local} GSP! "
-                    "Expected function 10 (FREE) (0x5c000001 0x0).",
-                    pid,
-                )
-            ],
-        )
-        death = heartbeat_abort(ctx, rank, t_fail + timedelta(seconds=480 + rng.uniform(0.2, 3)))
+        kmsgs, death = _gpu_xid119_gsp(ctx, local, pid, rng, node, t_fail, rank)
     elif v == "xid94-contained":
         kmsgs = head + [xid_line(ctx, local, 94, "Contained: SM (0x1). RST: No, D-RST: No", pid)]
         death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")

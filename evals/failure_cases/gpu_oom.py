@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from goodput_agent.evals.cluster.context import Ctx, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail, py_exception
@@ -53,6 +53,130 @@ def oom_text(ctx: Ctx, local: int, legacy: bool = False) -> str:
     )
 
 
+def _oom_forward_long_seq(ctx: Ctx, rank: int, t_fail: datetime, local: int):
+    frames = train_frames(ctx, "forward") + [
+        (
+            "/workspace/llm/model/attention.py",
+            214,
+            "forward",
+            "attn = torch.softmax(scores.float(), dim=-1).to(q.dtype)",
+        )
+    ]
+    death = py_exception(ctx, rank, t_fail, frames, [oom_text(ctx, local)])
+    return death
+
+
+def _oom_rank0_checkpoint_gather(ctx: Ctx, rank: int, t_fail: datetime, local: int):
+    frames = train_frames(ctx, "none") + [
+        (
+            "/workspace/llm/trainer.py",
+            241,
+            "fit",
+            "self.checkpointer.save(step, self.model, self.optim)",
+        ),
+        (
+            "/workspace/llm/checkpoint.py",
+            77,
+            "save",
+            "state = get_model_state_dict(self.model, "
+            "options=StateDictOptions(full_state_dict=True, cpu_offload=False))",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/checkpoint/state_dict.py",
+            1051,
+            "get_model_state_dict",
+            "model_state_dict = _get_model_state_dict(model, info)",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/fsdp/_state_dict_utils.py",
+            333,
+            "_full_post_state_dict_hook",
+            "return _common_unshard_post_state_dict_hook(",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/fsdp/_unshard_param_utils.py",
+            236,
+            "_unshard_fsdp_state_params",
+            "_unshard(state, handles, computation_stream, pre_unshard_stream)",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/fsdp/_flat_param.py",
+            1338,
+            "alloc_padded_unsharded_flat_param",
+            "_alloc_storage(unsharded_flat_param, flat_param._padded_unsharded_size)",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/utils.py",
+            186,
+            "_alloc_storage",
+            "tensor._typed_storage()._resize_(size.numel())",
+        ),
+    ]
+    ctx.out(
+        rank,
+        t_fail - timedelta(seconds=2),
+        ctx.pylog(
+            rank,
+            t_fail - timedelta(seconds=2),
+            "INFO",
+            "checkpoint",
+            "gathering full state dict on rank 0",
+        ),
+    )
+    death = py_exception(ctx, rank, t_fail, frames, [oom_text(ctx, local)])
+    return death
+
+
+def _oom_nccl_cuda_oom(ctx: Ctx, rank: int, t_fail: datetime):
+    pre = ctx.nccl_prefix(rank)
+    ctx.out(
+        rank,
+        t_fail - timedelta(milliseconds=4),
+        [
+            f"{pre} include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'",
+            f"{pre} NCCL INFO include/alloc.h:132 -> 1",
+            f"{pre} NCCL INFO transport/p2p.cc:216 -> 1",
+        ],
+    )
+    frames = train_frames(ctx, "forward") + [
+        (
+            f"{PY_SITE}/torch/distributed/fsdp/_flat_param.py",
+            1464,
+            "_all_gather_flat_param",
+            "dist.all_gather_into_tensor(",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/c10d_logger.py",
+            83,
+            "wrapper",
+            "return func(*args, **kwargs)",
+        ),
+        (
+            f"{PY_SITE}/torch/distributed/distributed_c10d.py",
+            3713,
+            "all_gather_into_tensor",
+            "work = group._allgather_base(output_tensor, input_tensor, opts)",
+        ),
+    ]
+    death = py_exception(
+        ctx,
+        rank,
+        t_fail,
+        frames,
+        [
+            "torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+            "details), "
+            f"NCCL version {ctx.nccl}",
+            "ncclUnhandledCudaError: Call to CUDA function failed.",
+            "Last error:",
+            "Cuda failure 2 'out of memory'",
+        ],
+    )
+    return death
+
+
 def sc_gpu_oom(ctx: Ctx) -> Outcome:
     v = ctx.spec.variant
     ni, node, local, rank = _culprit(ctx)
@@ -61,124 +185,15 @@ def sc_gpu_oom(ctx: Ctx) -> Outcome:
     t_fail = _t_fail(ctx)
     progress(ctx, run, t_fail, checkpoint_every=1000 if v == "rank0-checkpoint-gather" else 0)
     if v == "forward-long-seq":
-        frames = train_frames(ctx, "forward") + [
-            (
-                "/workspace/llm/model/attention.py",
-                214,
-                "forward",
-                "attn = torch.softmax(scores.float(), dim=-1).to(q.dtype)",
-            )
-        ]
-        death = py_exception(ctx, rank, t_fail, frames, [oom_text(ctx, local)])
+        death = _oom_forward_long_seq(ctx, rank, t_fail, local)
     elif v == "rank0-checkpoint-gather":
-        frames = train_frames(ctx, "none") + [
-            (
-                "/workspace/llm/trainer.py",
-                241,
-                "fit",
-                "self.checkpointer.save(step, self.model, self.optim)",
-            ),
-            (
-                "/workspace/llm/checkpoint.py",
-                77,
-                "save",
-                "state = get_model_state_dict(self.model, "
-                "options=StateDictOptions(full_state_dict=True, cpu_offload=False))",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/checkpoint/state_dict.py",
-                1051,
-                "get_model_state_dict",
-                "model_state_dict = _get_model_state_dict(model, info)",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/fsdp/_state_dict_utils.py",
-                333,
-                "_full_post_state_dict_hook",
-                "return _common_unshard_post_state_dict_hook(",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/fsdp/_unshard_param_utils.py",
-                236,
-                "_unshard_fsdp_state_params",
-                "_unshard(state, handles, computation_stream, pre_unshard_stream)",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/fsdp/_flat_param.py",
-                1338,
-                "alloc_padded_unsharded_flat_param",
-                "_alloc_storage(unsharded_flat_param, flat_param._padded_unsharded_size)",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/utils.py",
-                186,
-                "_alloc_storage",
-                "tensor._typed_storage()._resize_(size.numel())",
-            ),
-        ]
-        ctx.out(
-            rank,
-            t_fail - timedelta(seconds=2),
-            ctx.pylog(
-                rank,
-                t_fail - timedelta(seconds=2),
-                "INFO",
-                "checkpoint",
-                "gathering full state dict on rank 0",
-            ),
-        )
-        death = py_exception(ctx, rank, t_fail, frames, [oom_text(ctx, local)])
+        death = _oom_rank0_checkpoint_gather(ctx, rank, t_fail, local)
     elif v == "k8s-worker-oom":
         death = py_exception(
             ctx, rank, t_fail, train_frames(ctx, "backward"), [oom_text(ctx, local)]
         )
     elif v == "nccl-cuda-oom":
-        pre = ctx.nccl_prefix(rank)
-        ctx.out(
-            rank,
-            t_fail - timedelta(milliseconds=4),
-            [
-                f"{pre} include/alloc.h:124 NCCL WARN Cuda failure 2 'out of memory'",
-                f"{pre} NCCL INFO include/alloc.h:132 -> 1",
-                f"{pre} NCCL INFO transport/p2p.cc:216 -> 1",
-            ],
-        )
-        frames = train_frames(ctx, "forward") + [
-            (
-                f"{PY_SITE}/torch/distributed/fsdp/_flat_param.py",
-                1464,
-                "_all_gather_flat_param",
-                "dist.all_gather_into_tensor(",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/c10d_logger.py",
-                83,
-                "wrapper",
-                "return func(*args, **kwargs)",
-            ),
-            (
-                f"{PY_SITE}/torch/distributed/distributed_c10d.py",
-                3713,
-                "all_gather_into_tensor",
-                "work = group._allgather_base(output_tensor, input_tensor, opts)",
-            ),
-        ]
-        death = py_exception(
-            ctx,
-            rank,
-            t_fail,
-            frames,
-            [
-                "torch.distributed.DistBackendError: NCCL error in: "
-                "/pytorch/torch/csrc/distributed/c10d/"
-                "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
-                "details), "
-                f"NCCL version {ctx.nccl}",
-                "ncclUnhandledCudaError: Call to CUDA function failed.",
-                "Last error:",
-                "Cuda failure 2 'out of memory'",
-            ],
-        )
+        death = _oom_nccl_cuda_oom(ctx, rank, t_fail)
     elif v == "legacy-srun-l":
         death = py_exception(
             ctx, rank, t_fail, train_frames(ctx, "forward"), [oom_text(ctx, local, True)]

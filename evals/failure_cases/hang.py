@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 
-from goodput_agent.evals.cluster.context import Ctx, Outcome
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
     _culprit,
@@ -14,6 +15,7 @@ from goodput_agent.evals.cluster.endings import (
     pre_decoys,
 )
 from goodput_agent.evals.cluster.nccl import flight_recorder, watchdog_lines
+from goodput_agent.evals.cluster.spec import CaseSpec
 from goodput_agent.evals.cluster.torchelastic import (
     ELASTIC_TB,
     _failure_entry,
@@ -22,6 +24,67 @@ from goodput_agent.evals.cluster.torchelastic import (
 )
 from goodput_agent.evals.cluster.training import Death, Run, progress, prologue, traceback_lines
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
+
+
+def _hang_dataloader_stall(ctx: Ctx, rng: random.Random, stuck, t_stuck):
+    shard = rng.randint(0, 4095)
+    ctx.out(
+        stuck,
+        t_stuck - timedelta(seconds=0.4),
+        ctx.pylog(
+            stuck,
+            t_stuck - timedelta(seconds=0.4),
+            "INFO",
+            "data",
+            f"rank {stuck}: opening shard {shard:05d} (/lustre/datasets/fineweb-edu/tokenized/"
+            f"shard-{shard:05d}.bin)",
+        ),
+    )
+
+
+def _hang_nfs_checkpoint_stall(
+    ctx: Ctx, run: Run, stuck, t_stuck, spec: CaseSpec, node: NodeRT, rng: random.Random
+):
+    ctx.out(
+        stuck,
+        t_stuck - timedelta(seconds=0.2),
+        ctx.pylog(
+            stuck,
+            t_stuck - timedelta(seconds=0.2),
+            "INFO",
+            "checkpoint",
+            f"rank {stuck}: writing shard to "
+            f"/nfs/checkpoints/{spec.job_name}/step_{run.step_at(t_stuck):08d}/"
+            f"__{stuck}_0.distcp",
+        ),
+    )
+    pid = ctx.pid(stuck)
+    ctx.kern(
+        node,
+        t_stuck + timedelta(seconds=rng.uniform(4, 9)),
+        "nfs: server nfs01 not responding, still trying",
+    )
+    t_hung = t_stuck + timedelta(seconds=123 + rng.uniform(0, 2))
+    ctx.kern_block(
+        node,
+        t_hung,
+        [
+            f"INFO: task python:{pid} blocked for more than 120 seconds.",
+            "      Tainted: P           OE     5.15.0-105-generic #115-Ubuntu",
+            '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+            f"task:python          state:D stack:    0 pid:{pid} ppid:{node.agent_pid} "
+            "flags:0x00004002",
+            "Call Trace:",
+            " <TASK>",
+            " __schedule+0x2cd/0x890",
+            " schedule+0x69/0x110",
+            " rpc_wait_bit_killable+0x11/0x70 [sunrpc]",
+            " __wait_on_bit+0x36/0xa0",
+            " nfs_wait_on_request+0x39/0x50 [nfs]",
+            " </TASK>",
+        ],
+        step_us=30,
+    )
 
 
 def sc_hang(ctx: Ctx) -> Outcome:
@@ -35,60 +98,9 @@ def sc_hang(ctx: Ctx) -> Outcome:
     progress(ctx, run, t_stuck)
     seq = run.seq_at(t_stuck)
     if v in ("dataloader-stall", "k8s-stuck-worker"):
-        shard = rng.randint(0, 4095)
-        ctx.out(
-            stuck,
-            t_stuck - timedelta(seconds=0.4),
-            ctx.pylog(
-                stuck,
-                t_stuck - timedelta(seconds=0.4),
-                "INFO",
-                "data",
-                f"rank {stuck}: opening shard {shard:05d} (/lustre/datasets/fineweb-edu/tokenized/"
-                f"shard-{shard:05d}.bin)",
-            ),
-        )
+        _hang_dataloader_stall(ctx, rng, stuck, t_stuck)
     elif v == "nfs-checkpoint-stall":
-        ctx.out(
-            stuck,
-            t_stuck - timedelta(seconds=0.2),
-            ctx.pylog(
-                stuck,
-                t_stuck - timedelta(seconds=0.2),
-                "INFO",
-                "checkpoint",
-                f"rank {stuck}: writing shard to "
-                f"/nfs/checkpoints/{spec.job_name}/step_{run.step_at(t_stuck):08d}/"
-                f"__{stuck}_0.distcp",
-            ),
-        )
-        pid = ctx.pid(stuck)
-        ctx.kern(
-            node,
-            t_stuck + timedelta(seconds=rng.uniform(4, 9)),
-            "nfs: server nfs01 not responding, still trying",
-        )
-        t_hung = t_stuck + timedelta(seconds=123 + rng.uniform(0, 2))
-        ctx.kern_block(
-            node,
-            t_hung,
-            [
-                f"INFO: task python:{pid} blocked for more than 120 seconds.",
-                "      Tainted: P           OE     5.15.0-105-generic #115-Ubuntu",
-                '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
-                f"task:python          state:D stack:    0 pid:{pid} ppid:{node.agent_pid} "
-                "flags:0x00004002",
-                "Call Trace:",
-                " <TASK>",
-                " __schedule+0x2cd/0x890",
-                " schedule+0x69/0x110",
-                " rpc_wait_bit_killable+0x11/0x70 [sunrpc]",
-                " __wait_on_bit+0x36/0xa0",
-                " nfs_wait_on_request+0x39/0x50 [nfs]",
-                " </TASK>",
-            ],
-            step_us=30,
-        )
+        _hang_nfs_checkpoint_stall(ctx, run, stuck, t_stuck, spec, node, rng)
     enq_for = (lambda r: seq + 2) if v == "seqnum-behind" else None  # noqa: E731
     t_end = collateral(ctx, run, t_fail=t_stuck, dead={}, skip_watchdog=[stuck], enq_for=enq_for)
     post_decoys(ctx, t_stuck)
@@ -123,6 +135,43 @@ def sc_hang(ctx: Ctx) -> Outcome:
     if spec.platform == "k8s":
         k8s_failed(ctx, oc, failed=len(ctx.nodes))
     return oc
+
+
+def _barrier_case0(ctx: Ctx, t_to, master, deaths):
+    t_sum = t_to + timedelta(seconds=1.1)
+    m = ctx.nodes[master]
+    ctx.agent(
+        m,
+        t_to + timedelta(milliseconds=700),
+        ctx.elog(
+            m,
+            t_to + timedelta(milliseconds=700),
+            "E",
+            "multiprocessing/api.py",
+            869,
+            f"failed (exitcode: -6) local_rank: 0 (pid: {ctx.pid(0)}) of binary: /usr/bin/python3",
+        ),
+    )
+    ctx.agent(
+        m,
+        t_sum,
+        traceback_lines(
+            ELASTIC_TB,
+            [
+                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+                "=" * 60,
+                "train.py FAILED",
+                "-" * 60,
+                "Failures:",
+                "  <NO_OTHER_FAILURES>",
+                "-" * 60,
+                "Root Cause (first observed failure):",
+                *_failure_entry(ctx, 0, m, 0, deaths[0]),
+                "=" * 60,
+            ],
+        ),
+    )
+    ctx.node_end[master], ctx.node_exit[master] = t_sum + timedelta(milliseconds=250), 1
 
 
 def _rank0_barrier(ctx: Ctx, run: Run, t_done: datetime) -> Outcome:
@@ -205,41 +254,7 @@ def _rank0_barrier(ctx: Ctx, run: Run, t_done: datetime) -> Outcome:
         if r:
             deaths[r] = Death(t_done + timedelta(seconds=rng.uniform(3, 4)), 0)
     if ctx.has_agent:
-        t_sum = t_to + timedelta(seconds=1.1)
-        m = ctx.nodes[master]
-        ctx.agent(
-            m,
-            t_to + timedelta(milliseconds=700),
-            ctx.elog(
-                m,
-                t_to + timedelta(milliseconds=700),
-                "E",
-                "multiprocessing/api.py",
-                869,
-                f"failed (exitcode: -6) local_rank: 0 (pid: {ctx.pid(0)}) of binary: "
-                "/usr/bin/python3",
-            ),
-        )
-        ctx.agent(
-            m,
-            t_sum,
-            traceback_lines(
-                ELASTIC_TB,
-                [
-                    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-                    "=" * 60,
-                    "train.py FAILED",
-                    "-" * 60,
-                    "Failures:",
-                    "  <NO_OTHER_FAILURES>",
-                    "-" * 60,
-                    "Root Cause (first observed failure):",
-                    *_failure_entry(ctx, 0, m, 0, deaths[0]),
-                    "=" * 60,
-                ],
-            ),
-        )
-        ctx.node_end[master], ctx.node_exit[master] = t_sum + timedelta(milliseconds=250), 1
+        _barrier_case0(ctx, t_to, master, deaths)
     else:
         ctx.node_end[master], ctx.node_exit[master] = deaths[0].t, 1
     if spec.platform == "slurm":

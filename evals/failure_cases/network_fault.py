@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 
-from goodput_agent.evals.cluster.context import Ctx, Outcome
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
     _culprit,
@@ -20,6 +21,48 @@ from goodput_agent.evals.cluster.training import progress, prologue
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
+def _net_ib_link_down(
+    ctx: Ctx, pci, hca, v: str, k, node: NodeRT, t_fail: datetime, rng: random.Random
+):
+    kmsgs = [f"mlx5_core {pci} {hca}: Port: 1 Link DOWN"]
+    if v == "k8s-roce-port-down":
+        kmsgs.insert(0, f"mlx5_core {pci} eth{k + 1}: Link down")
+    ctx.kern_block(node, t_fail, kmsgs)
+    if v == "link-flap-recovered":
+        ctx.kern(
+            node,
+            t_fail + timedelta(seconds=rng.uniform(6, 14)),
+            f"mlx5_core {pci} {hca}: Port: 1 Link ACTIVE",
+        )
+
+
+def _net_module_high_temp(
+    ctx: Ctx, node: NodeRT, t_fail: datetime, pci, k, rng: random.Random, hca
+):
+    ctx.kern(
+        node,
+        t_fail - timedelta(seconds=rng.uniform(1, 3)),
+        f"mlx5_core {pci}: mlx5_port_module_event:1147:(pid 0): Port module event[error]: "
+        f"module {k}, "
+        "Cable error, High Temperature",
+    )
+    ctx.kern(node, t_fail, f"mlx5_core {pci} {hca}: Port: 1 Link DOWN")
+
+
+def _net_bond_eth_down(ctx: Ctx, node: NodeRT, t_fail: datetime):
+    ctx.kern_block(
+        node,
+        t_fail,
+        [
+            "mlx5_core 0000:3b:00.0 ens1f0np0: Link down",
+            "bond0: (slave ens1f0np0): link status definitely down, disabling slave",
+            "mlx5_core 0000:3b:00.1 ens1f1np1: Link down",
+            "bond0: (slave ens1f1np1): link status definitely down, disabling slave",
+            "bond0: now running without any active interface!",
+        ],
+    )
+
+
 def sc_network_fault(ctx: Ctx) -> Outcome:
     spec, rng, v = ctx.spec, ctx.rng, ctx.spec.variant
     ni, node, k, rank = _culprit(ctx)
@@ -30,37 +73,11 @@ def sc_network_fault(ctx: Ctx) -> Outcome:
     progress(ctx, run, t_fail)
     hca, pci = node.hcas[k], f"0000:{HCA_BUS[k]}:00.0"
     if v in ("ib-link-down", "link-flap-recovered", "k8s-roce-port-down"):
-        kmsgs = [f"mlx5_core {pci} {hca}: Port: 1 Link DOWN"]
-        if v == "k8s-roce-port-down":
-            kmsgs.insert(0, f"mlx5_core {pci} eth{k + 1}: Link down")
-        ctx.kern_block(node, t_fail, kmsgs)
-        if v == "link-flap-recovered":
-            ctx.kern(
-                node,
-                t_fail + timedelta(seconds=rng.uniform(6, 14)),
-                f"mlx5_core {pci} {hca}: Port: 1 Link ACTIVE",
-            )
+        _net_ib_link_down(ctx, pci, hca, v, k, node, t_fail, rng)
     elif v == "module-high-temp":
-        ctx.kern(
-            node,
-            t_fail - timedelta(seconds=rng.uniform(1, 3)),
-            f"mlx5_core {pci}: mlx5_port_module_event:1147:(pid 0): Port module event[error]: "
-            f"module {k}, "
-            "Cable error, High Temperature",
-        )
-        ctx.kern(node, t_fail, f"mlx5_core {pci} {hca}: Port: 1 Link DOWN")
+        _net_module_high_temp(ctx, node, t_fail, pci, k, rng, hca)
     elif v == "bond-eth-down":
-        ctx.kern_block(
-            node,
-            t_fail,
-            [
-                "mlx5_core 0000:3b:00.0 ens1f0np0: Link down",
-                "bond0: (slave ens1f0np0): link status definitely down, disabling slave",
-                "mlx5_core 0000:3b:00.1 ens1f1np1: Link down",
-                "bond0: (slave ens1f1np1): link status definitely down, disabling slave",
-                "bond0: now running without any active interface!",
-            ],
-        )
+        _net_bond_eth_down(ctx, node, t_fail)
     elif v != "peer-ip-only":
         raise ValueError(v)
     # who notices: the peers on the same rail, then the culprit's own rank about its neighbour

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 
-from goodput_agent.evals.cluster.context import Ctx, Outcome, _slurm_time
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import post_decoys, pre_decoys
 from goodput_agent.evals.cluster.formats import _hex
@@ -17,9 +18,51 @@ from goodput_agent.evals.cluster.k8s_objects import (
     pod_ref,
 )
 from goodput_agent.evals.cluster.nccl import ib_completion_lines
+from goodput_agent.evals.cluster.spec import CaseSpec
 from goodput_agent.evals.cluster.torchelastic import collateral
-from goodput_agent.evals.cluster.training import progress, prologue
+from goodput_agent.evals.cluster.training import Run, progress, prologue
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
+
+
+def _node_slurm(
+    ctx: Ctx,
+    run: Run,
+    t_fail: datetime,
+    rng: random.Random,
+    node: NodeRT,
+    spec: CaseSpec,
+    remote,
+    ni: int,
+):
+    t_nf = t_fail + timedelta(seconds=300 + rng.uniform(2, 40))
+    batch = sorted(n.name for n in ctx.nodes)[0]
+    ctx.jobout(
+        t_nf,
+        [
+            f"srun: error: Node failure on {node.name}",
+            f"slurmstepd: error: *** JOB {spec.job_id} ON {batch} CANCELLED AT "
+            f"{_slurm_time(ctx, t_nf)} DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+        ],
+    )
+    t_end = collateral(ctx, run, t_fail=t_fail, dead={}, lost=[ni], remote=remote, deadline=t_nf)
+    t_end = max(t_end, t_nf + timedelta(seconds=rng.uniform(1, 3)))
+    ctx.truncate_node(ni, t_fail)
+    post_decoys(ctx, t_fail)
+    oc = Outcome(
+        t_end=t_end,
+        job_state="NODE_FAIL",
+        job_exit="0:0",
+        step_state="NODE_FAIL",
+        step_exit="0:0",
+        batch_state="CANCELLED",
+        batch_exit="0:15",
+        reason="NodeDown",
+        failed_node=node.name,
+        exp_rank=None,
+    )
+    oc.sinfo.append(("Not responding", "slurm", t_nf, node.name))
+    oc.node_state[node.name] = ("DOWN+NOT_RESPONDING", "Not responding", t_nf)
+    return oc
 
 
 def sc_node_failure(ctx: Ctx) -> Outcome:
@@ -61,37 +104,7 @@ def sc_node_failure(ctx: Ctx) -> Outcome:
                 warn,
             )
     if spec.platform == "slurm":
-        t_nf = t_fail + timedelta(seconds=300 + rng.uniform(2, 40))
-        batch = sorted(n.name for n in ctx.nodes)[0]
-        ctx.jobout(
-            t_nf,
-            [
-                f"srun: error: Node failure on {node.name}",
-                f"slurmstepd: error: *** JOB {spec.job_id} ON {batch} CANCELLED AT "
-                f"{_slurm_time(ctx, t_nf)} DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
-            ],
-        )
-        t_end = collateral(
-            ctx, run, t_fail=t_fail, dead={}, lost=[ni], remote=remote, deadline=t_nf
-        )
-        t_end = max(t_end, t_nf + timedelta(seconds=rng.uniform(1, 3)))
-        ctx.truncate_node(ni, t_fail)
-        post_decoys(ctx, t_fail)
-        oc = Outcome(
-            t_end=t_end,
-            job_state="NODE_FAIL",
-            job_exit="0:0",
-            step_state="NODE_FAIL",
-            step_exit="0:0",
-            batch_state="CANCELLED",
-            batch_exit="0:15",
-            reason="NodeDown",
-            failed_node=node.name,
-            exp_rank=None,
-        )
-        oc.sinfo.append(("Not responding", "slurm", t_nf, node.name))
-        oc.node_state[node.name] = ("DOWN+NOT_RESPONDING", "Not responding", t_nf)
-        return oc
+        return _node_slurm(ctx, run, t_fail, rng, node, spec, remote, ni)
     t_nr = t_fail + timedelta(seconds=40 + rng.uniform(0, 5))
     t_end = collateral(ctx, run, t_fail=t_fail, dead={}, lost=[ni], remote=remote)
     ctx.truncate_node(ni, t_fail)

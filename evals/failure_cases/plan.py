@@ -49,9 +49,7 @@ RECIPES_BY_CLASS: dict[str, tuple[Recipe, ...]] = {
 def _interleaved(by_class: dict[str, tuple[Recipe, ...]]) -> tuple[Recipe, ...]:
     """Round k holds every class's k-th recipe, classes in CATEGORIES order."""
     depth = max(len(r) for r in by_class.values())
-    return tuple(
-        by_class[c][i] for i in range(depth) for c in CATEGORIES if i < len(by_class[c])
-    )
+    return tuple(by_class[c][i] for i in range(depth) for c in CATEGORIES if i < len(by_class[c]))
 
 
 RECIPES = _interleaved(RECIPES_BY_CLASS)
