@@ -132,16 +132,8 @@ def _app_assertion_rank0(ctx: Ctx, rng: random.Random, rank: int, t_fail: dateti
     return death
 
 
-def _app_xid13_illegal_address(
-    ctx: Ctx,
-    v: str,
-    local: int,
-    pid: int,
-    rng: random.Random,
-    node: NodeRT,
-    t_fail: datetime,
-    rank: int,
-):
+def _xid13_culprit(ctx: Ctx, v: str, local: int, pid: int, rng: random.Random):
+    """The culprit's error: an Xid 13 and the illegal memory access it raises."""
     if v == "xid13-illegal-address":
         gpc, tpc = rng.randint(0, 7), rng.randint(0, 8)
         kmsgs = [
@@ -192,6 +184,20 @@ def _app_xid13_illegal_address(
             "dispatch",
             "_scatter_tokens_kernel[grid](x, idx, out, n_tokens, BLOCK_M=64)",
         )
+    return kmsgs, kernel_frame
+
+
+def _app_xid13_illegal_address(
+    ctx: Ctx,
+    v: str,
+    local: int,
+    pid: int,
+    rng: random.Random,
+    node: NodeRT,
+    t_fail: datetime,
+    rank: int,
+):
+    kmsgs, kernel_frame = _xid13_culprit(ctx, v, local, pid, rng)
     ctx.kern_block(node, t_fail, kmsgs)
     frames = train_frames(ctx, "forward") + [
         kernel_frame,

@@ -174,39 +174,8 @@ def _barrier_case0(ctx: Ctx, t_to, master, deaths):
     ctx.node_end[master], ctx.node_exit[master] = t_sum + timedelta(milliseconds=250), 1
 
 
-def _rank0_barrier(ctx: Ctx, run: Run, t_done: datetime) -> Outcome:
-    """Only rank 0 enters a barrier (inside `if rank == 0:`); everyone else has finished."""
-    spec, rng = ctx.spec, ctx.rng
-    last = progress(ctx, run, t_done)
-    seq = run.seq_at(t_done) + 1
-    for r in range(ctx.world):
-        t = t_done + timedelta(seconds=rng.uniform(0.5, 3))
-        if r == 0:
-            ctx.out(
-                0,
-                t,
-                ctx.pylog(
-                    0,
-                    t,
-                    "INFO",
-                    "trainer",
-                    f"training finished at step {last}; saving final checkpoint on rank 0",
-                ),
-            )
-            continue
-        if r % ctx.gpn == 0:
-            ctx.out(r, t, ctx.pylog(r, t, "INFO", "trainer", "training finished, exiting"))
-    timeout = timedelta(milliseconds=spec.timeout_ms)
-    t_to = t_done + timedelta(seconds=4) + timeout + timedelta(milliseconds=rng.randint(20, 900))
-    run0 = Run(**{**run.__dict__, "op": "ALLREDUCE", "numel_in": 1, "numel_out": 1})
-    ctx.out(
-        0,
-        t_to,
-        watchdog_lines(
-            ctx, 0, t_to, run0, seq, spec.timeout_ms + rng.randint(10, 90), seq, seq - 1, run.frames
-        ),
-    )
-    master = ctx.order[0]
+def _barrier_waiters(ctx: Ctx, master, t_done: datetime, rng: random.Random):
+    """The other ranks wait in the barrier until their watchdogs time out."""
     for i, node in enumerate(ctx.nodes):
         if i == master:
             continue
@@ -249,6 +218,42 @@ def _rank0_barrier(ctx: Ctx, run: Run, t_done: datetime) -> Outcome:
             ),
         )
         ctx.node_end[i], ctx.node_exit[i] = t2 + timedelta(milliseconds=300), 0
+
+
+def _rank0_barrier(ctx: Ctx, run: Run, t_done: datetime) -> Outcome:
+    """Only rank 0 enters a barrier (inside `if rank == 0:`); everyone else has finished."""
+    spec, rng = ctx.spec, ctx.rng
+    last = progress(ctx, run, t_done)
+    seq = run.seq_at(t_done) + 1
+    for r in range(ctx.world):
+        t = t_done + timedelta(seconds=rng.uniform(0.5, 3))
+        if r == 0:
+            ctx.out(
+                0,
+                t,
+                ctx.pylog(
+                    0,
+                    t,
+                    "INFO",
+                    "trainer",
+                    f"training finished at step {last}; saving final checkpoint on rank 0",
+                ),
+            )
+            continue
+        if r % ctx.gpn == 0:
+            ctx.out(r, t, ctx.pylog(r, t, "INFO", "trainer", "training finished, exiting"))
+    timeout = timedelta(milliseconds=spec.timeout_ms)
+    t_to = t_done + timedelta(seconds=4) + timeout + timedelta(milliseconds=rng.randint(20, 900))
+    run0 = Run(**{**run.__dict__, "op": "ALLREDUCE", "numel_in": 1, "numel_out": 1})
+    ctx.out(
+        0,
+        t_to,
+        watchdog_lines(
+            ctx, 0, t_to, run0, seq, spec.timeout_ms + rng.randint(10, 90), seq, seq - 1, run.frames
+        ),
+    )
+    master = ctx.order[0]
+    _barrier_waiters(ctx, master, t_done, rng)
     deaths = {0: Death(t_to + timedelta(milliseconds=300), -6)}
     for r in ctx.ranks_on(master):
         if r:

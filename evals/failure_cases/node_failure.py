@@ -65,46 +65,10 @@ def _node_slurm(
     return oc
 
 
-def sc_node_failure(ctx: Ctx) -> Outcome:
-    spec, rng, v = ctx.spec, ctx.rng, ctx.spec.variant
-    ni = spec.culprit_node
-    assert ni is not None
-    node = ctx.nodes[ni]
-    pre_decoys(ctx)
-    run = prologue(ctx)
-    t_fail = _t_fail(ctx)
-    progress(ctx, run, t_fail)
-    if v == "mce-then-silence":
-        ctx.kern_block(
-            node,
-            t_fail - timedelta(seconds=1.2),
-            [
-                "mce: [Hardware Error]: Machine check events logged",
-                f"mce: [Hardware Error]: CPU {rng.randint(0, 191)}: Machine Check Exception: 5 "
-                "Bank 12: "
-                "be20000000800400",
-                "mce: [Hardware Error]: RIP !INEXACT! 10:<ffffffff9a2c3e80> {intel_idle+0x70/0xb0}",
-                f"mce: [Hardware Error]: TSC 1f3a{_hex(rng, 8)} ADDR 3fff{_hex(rng, 8)} MISC 86 ",
-                f"mce: [Hardware Error]: PROCESSOR 0:806f8 TIME {int(t_fail.timestamp())} SOCKET "
-                "1 APIC 54 "
-                "microcode 2b000590",
-            ],
-            step_us=400,
-        )
-    remote: dict[int, tuple[datetime, str, list[str]]] = {}
-    for other in range(len(ctx.nodes)):
-        if other == ni:
-            continue
-        for local in rng.sample(range(ctx.gpn), k=min(2, ctx.gpn)):
-            r = ctx.rank_at(other, local)
-            warn = ib_completion_lines(ctx, r, node)
-            remote[r] = (
-                t_fail + timedelta(seconds=rng.uniform(8, 30)),
-                warn[0].split("NCCL WARN ", 1)[1],
-                warn,
-            )
-    if spec.platform == "slurm":
-        return _node_slurm(ctx, run, t_fail, rng, node, spec, remote, ni)
+def _node_k8s(
+    ctx: Ctx, run: Run, t_fail: datetime, rng: random.Random, remote, ni: int, node: NodeRT
+) -> Outcome:
+    """Kubernetes: the node stops posting status, goes NotReady, its pod is evicted."""
     t_nr = t_fail + timedelta(seconds=40 + rng.uniform(0, 5))
     t_end = collateral(ctx, run, t_fail=t_fail, dead={}, lost=[ni], remote=remote)
     ctx.truncate_node(ni, t_fail)
@@ -167,6 +131,49 @@ def sc_node_failure(ctx: Ctx) -> Outcome:
     ends = sorted(t for i, t in ctx.node_end.items() if i != ni)
     job_failed_event(ctx, oc, ends[0] + timedelta(seconds=2), len(ctx.nodes) - 1)
     return oc
+
+
+def sc_node_failure(ctx: Ctx) -> Outcome:
+    spec, rng, v = ctx.spec, ctx.rng, ctx.spec.variant
+    ni = spec.culprit_node
+    assert ni is not None
+    node = ctx.nodes[ni]
+    pre_decoys(ctx)
+    run = prologue(ctx)
+    t_fail = _t_fail(ctx)
+    progress(ctx, run, t_fail)
+    if v == "mce-then-silence":
+        ctx.kern_block(
+            node,
+            t_fail - timedelta(seconds=1.2),
+            [
+                "mce: [Hardware Error]: Machine check events logged",
+                f"mce: [Hardware Error]: CPU {rng.randint(0, 191)}: Machine Check Exception: 5 "
+                "Bank 12: "
+                "be20000000800400",
+                "mce: [Hardware Error]: RIP !INEXACT! 10:<ffffffff9a2c3e80> {intel_idle+0x70/0xb0}",
+                f"mce: [Hardware Error]: TSC 1f3a{_hex(rng, 8)} ADDR 3fff{_hex(rng, 8)} MISC 86 ",
+                f"mce: [Hardware Error]: PROCESSOR 0:806f8 TIME {int(t_fail.timestamp())} SOCKET "
+                "1 APIC 54 "
+                "microcode 2b000590",
+            ],
+            step_us=400,
+        )
+    remote: dict[int, tuple[datetime, str, list[str]]] = {}
+    for other in range(len(ctx.nodes)):
+        if other == ni:
+            continue
+        for local in rng.sample(range(ctx.gpn), k=min(2, ctx.gpn)):
+            r = ctx.rank_at(other, local)
+            warn = ib_completion_lines(ctx, r, node)
+            remote[r] = (
+                t_fail + timedelta(seconds=rng.uniform(8, 30)),
+                warn[0].split("NCCL WARN ", 1)[1],
+                warn,
+            )
+    if spec.platform == "slurm":
+        return _node_slurm(ctx, run, t_fail, rng, node, spec, remote, ni)
+    return _node_k8s(ctx, run, t_fail, rng, remote, ni, node)
 
 
 RECIPES: tuple[Recipe, ...] = (

@@ -81,6 +81,47 @@ def _node_names(rng: random.Random, platform: Platform, n: int) -> list[str]:
     return [f"aks-ndh100-{vmss}-vmss{i:06x}" for i in range(n)]
 
 
+def _kernel_styles(plat, rng: random.Random, names, culprit, recipe: Recipe):
+    """Each node's kernel-log style (None: none), the culprit's kept unless its recipe says."""
+    styles = (
+        list(JOURNAL_STYLES + ("dmesg-T", "dmesg-iso"))
+        if plat == "slurm"
+        else ["short-iso", "short", "dmesg-T", "short-precise"]
+    )
+    main = rng.choice(styles)
+    kernel: dict[str, str | None] = {}
+    for i, name in enumerate(names):
+        style: str | None = main if rng.random() < 0.75 else rng.choice(styles)
+        if i != culprit and rng.random() < 0.15:
+            style = None
+        kernel[name] = style
+    if culprit is not None and recipe.culprit_kernel != "keep":
+        kernel[names[culprit]] = recipe.culprit_kernel
+    elif culprit is not None and kernel[names[culprit]] is None:
+        kernel[names[culprit]] = main
+    return kernel
+
+
+def _start_time(recipe: Recipe, plat, rng: random.Random, seed: int, idx: int):
+    """The case's time zone and its job's start (UTC), on one of the base dates."""
+    if recipe.tz == "local" or (recipe.tz is None and plat == "slurm" and rng.random() < 0.35):
+        tz = rng.choice(ZONES)
+    else:
+        tz = "UTC"
+    day = BASE_DATES[(idx * 5 + seed) % len(BASE_DATES)]
+    local_start = datetime(
+        day.year,
+        day.month,
+        day.day,
+        rng.randint(0, 19),
+        rng.randint(0, 59),
+        rng.randint(0, 59),
+        tzinfo=_tz(tz),
+    )
+    start = local_start.astimezone(UTC)
+    return tz, start
+
+
 def _plan(recipe: Recipe, idx: int, seed: int) -> CaseSpec:
     rng = random.Random(f"plan:{seed}:{idx}:{recipe.category}:{recipe.variant}")
     plat = recipe.platform
@@ -102,43 +143,14 @@ def _plan(recipe: Recipe, idx: int, seed: int) -> CaseSpec:
         culprit, local = rng.choice(pool), rng.randrange(gpn)
     if recipe.category in ("time_limit",) or (recipe.category == "preempted" and plat == "slurm"):
         culprit, local = None, None
-    if recipe.tz == "local" or (recipe.tz is None and plat == "slurm" and rng.random() < 0.35):
-        tz = rng.choice(ZONES)
-    else:
-        tz = "UTC"
-    day = BASE_DATES[(idx * 5 + seed) % len(BASE_DATES)]
-    local_start = datetime(
-        day.year,
-        day.month,
-        day.day,
-        rng.randint(0, 19),
-        rng.randint(0, 59),
-        rng.randint(0, 59),
-        tzinfo=_tz(tz),
-    )
-    start = local_start.astimezone(UTC)
+    tz, start = _start_time(recipe, plat, rng, seed, idx)
     if recipe.category == "time_limit":
         fail_after = rng.choice((2, 4, 6)) * 3600
     elif recipe.category == "preempted":
         fail_after = rng.randint(1800, 9000)
     else:
         fail_after = rng.randint(420, 5400)
-    styles = (
-        list(JOURNAL_STYLES + ("dmesg-T", "dmesg-iso"))
-        if plat == "slurm"
-        else ["short-iso", "short", "dmesg-T", "short-precise"]
-    )
-    main = rng.choice(styles)
-    kernel: dict[str, str | None] = {}
-    for i, name in enumerate(names):
-        style: str | None = main if rng.random() < 0.75 else rng.choice(styles)
-        if i != culprit and rng.random() < 0.15:
-            style = None
-        kernel[name] = style
-    if culprit is not None and recipe.culprit_kernel != "keep":
-        kernel[names[culprit]] = recipe.culprit_kernel
-    elif culprit is not None and kernel[names[culprit]] is None:
-        kernel[names[culprit]] = main
+    kernel = _kernel_styles(plat, rng, names, culprit, recipe)
     torch_style = rng.choice(recipe.torch or ("2.1", "2.3", "2.3", "2.5", "2.5", "2.6"))
     variant_slug = recipe.variant
     case_id = f"c{idx + 1:02d}-{recipe.category.replace('_', '-')}-{variant_slug}"
