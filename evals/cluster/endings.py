@@ -7,13 +7,13 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import xid_line
 from goodput_agent.evals.cluster.k8s_objects import default_k8s_events, job_failed_event
 from goodput_agent.evals.cluster.kernel_noise import edac_ce
 from goodput_agent.evals.cluster.nccl import remote_error_lines
 from goodput_agent.evals.cluster.spec import JOURNAL_STYLES
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import Death, Run, progress, prologue
 
 

@@ -12,6 +12,54 @@ from goodput_agent.evals.cluster.spec import PY_SITE
 from goodput_agent.evals.cluster.training import Run, _frames
 
 
+def _wd_2_1(ctx: Ctx, rank: int, t: datetime, caught):
+    lines = [
+        ctx.c10(rank, t, "E", "ProcessGroupNCCL.cpp:475", caught),
+        ctx.c10(
+            rank,
+            t,
+            "E",
+            "ProcessGroupNCCL.cpp:489",
+            "Some NCCL operations have failed or "
+            "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+            "operations might run on corrupted/incomplete data.",
+        ),
+        ctx.c10(
+            rank,
+            t,
+            "E",
+            "ProcessGroupNCCL.cpp:495",
+            "To avoid data inconsistency, we are taking the entire process down.",
+        ),
+        ctx.c10(
+            rank,
+            t,
+            "E",
+            "ProcessGroupNCCL.cpp:916",
+            f"[Rank {rank}] NCCL watchdog thread terminated with exception: {caught}",
+        ),
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        f"  what():  [Rank {rank}] NCCL watchdog thread terminated with exception: {caught}",
+    ]
+    return lines
+
+
+def _wd_2_5(
+    ctx: Ctx, lines, rank: int, t: datetime, us, pg, seq: int, last_enq: int, last_comp: int
+):
+    lines.append(
+        ctx.c10(
+            rank,
+            t + us,
+            "E",
+            "ProcessGroupNCCL.cpp:1785",
+            f"{pg} Exception (either an error or timeout) detected by watchdog at "
+            f"work: {seq}, last enqueued NCCL work: {last_enq}, last completed NCCL "
+            f"work: {last_comp}.",
+        )
+    )
+
+
 def watchdog_lines(
     ctx: Ctx,
     rank: int,
@@ -36,49 +84,11 @@ def watchdog_lines(
     style = ctx.spec.torch
     pg = ctx.pg(rank)
     if style == "2.1":
-        lines = [
-            ctx.c10(rank, t, "E", "ProcessGroupNCCL.cpp:475", caught),
-            ctx.c10(
-                rank,
-                t,
-                "E",
-                "ProcessGroupNCCL.cpp:489",
-                "Some NCCL operations have failed or "
-                "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
-                "operations might run on corrupted/incomplete data.",
-            ),
-            ctx.c10(
-                rank,
-                t,
-                "E",
-                "ProcessGroupNCCL.cpp:495",
-                "To avoid data inconsistency, we are taking the entire process down.",
-            ),
-            ctx.c10(
-                rank,
-                t,
-                "E",
-                "ProcessGroupNCCL.cpp:916",
-                f"[Rank {rank}] NCCL watchdog thread terminated with exception: {caught}",
-            ),
-            "terminate called after throwing an instance of 'std::runtime_error'",
-            f"  what():  [Rank {rank}] NCCL watchdog thread terminated with exception: {caught}",
-        ]
-        return lines
+        return _wd_2_1(ctx, rank, t, caught)
     ln = {"2.3": (563, 1537, 577, 583, 1414, 565)}.get(style, (616, 1834, 630, 636, 1595, 618))
     lines = [ctx.c10(rank, t, "E", f"ProcessGroupNCCL.cpp:{ln[0]}", caught)]
     if style in ("2.5", "2.6"):
-        lines.append(
-            ctx.c10(
-                rank,
-                t + us,
-                "E",
-                "ProcessGroupNCCL.cpp:1785",
-                f"{pg} Exception (either an error or timeout) detected by watchdog at "
-                f"work: {seq}, last enqueued NCCL work: {last_enq}, last completed NCCL "
-                f"work: {last_comp}.",
-            )
-        )
+        _wd_2_5(ctx, lines, rank, t, us, pg, seq, last_enq, last_comp)
     lines += [
         ctx.c10(
             rank,

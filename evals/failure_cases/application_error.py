@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
 from goodput_agent.evals.cluster.endings import (
@@ -16,7 +17,6 @@ from goodput_agent.evals.cluster.endings import (
 )
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.spec import CUDA_ASYNC_NOTE, PY_SITE
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import (
     Death,
     progress,

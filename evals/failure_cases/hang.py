@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
@@ -19,7 +20,6 @@ from goodput_agent.evals.cluster.spec import CaseSpec
 from goodput_agent.evals.cluster.torchelastic import (
     ELASTIC_TB,
     _failure_entry,
-    collateral,
     srun_exit_line,
 )
 from goodput_agent.evals.cluster.training import Death, Run, progress, prologue, traceback_lines

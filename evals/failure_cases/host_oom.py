@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
@@ -17,7 +18,6 @@ from goodput_agent.evals.cluster.endings import (
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.k8s_objects import k8s_event, node_ref
 from goodput_agent.evals.cluster.spec import PY_SITE
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import (
     Death,
     Run,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
@@ -16,7 +17,6 @@ from goodput_agent.evals.cluster.endings import (
 )
 from goodput_agent.evals.cluster.nccl import ib_completion_lines
 from goodput_agent.evals.cluster.spec import HCA_BUS
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import progress, prologue
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 

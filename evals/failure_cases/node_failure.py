@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import post_decoys, pre_decoys
@@ -19,7 +20,6 @@ from goodput_agent.evals.cluster.k8s_objects import (
 )
 from goodput_agent.evals.cluster.nccl import ib_completion_lines
 from goodput_agent.evals.cluster.spec import CaseSpec
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import Run, progress, prologue
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from goodput_agent.evals.cluster.collateral import collateral
 from goodput_agent.evals.cluster.context import Ctx, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import _cancel, post_decoys, pre_decoys
@@ -14,7 +15,6 @@ from goodput_agent.evals.cluster.k8s_objects import (
     k8s_event,
     pod_ref,
 )
-from goodput_agent.evals.cluster.torchelastic import collateral
 from goodput_agent.evals.cluster.training import Death, progress, prologue
 from goodput_agent.evals.failure_cases.recipe import Recipe
 
