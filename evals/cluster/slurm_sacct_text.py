@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from goodput_agent.evals.cluster.context import Ctx, Outcome, _sizes, _slurm_time
 from goodput_agent.evals.cluster.formats import _elapsed, compress_hostlist
 
 
-def write_sacct_txt(ctx: Ctx, oc: Outcome) -> None:
+def _sacct_rows(ctx: Ctx, oc: Outcome) -> list[dict[str, Any]]:
+    """The job, its batch, extern and srun step, in sacct's order."""
     spec = ctx.spec
     n = len(ctx.nodes)
     cpn, mem = _sizes(ctx)
@@ -83,41 +85,57 @@ def write_sacct_txt(ctx: Ctx, oc: Outcome) -> None:
             Reason="",
         ),
     ]
-    if spec.variant == "requeued":
-        rows.append(
-            dict(
-                JobID=spec.job_id,
-                JobName=spec.job_name,
-                Partition=spec.partition,
-                Account="ml-research",
-                AllocTRES="",
-                State="PENDING",
-                ExitCode="0:0",
-                DerivedExitCode="0:0",
-                start=None,
-                end=None,
-                NodeList="None assigned",
-                User=spec.user,
-                NNodes=str(n),
-                Reason="BeginTime",
+    return rows
+
+
+def _pending_row(ctx: Ctx) -> dict[str, Any]:
+    """The requeued job's pending record, waiting for its begin time."""
+    spec = ctx.spec
+    n = len(ctx.nodes)
+    return dict(
+        JobID=spec.job_id,
+        JobName=spec.job_name,
+        Partition=spec.partition,
+        Account="ml-research",
+        AllocTRES="",
+        State="PENDING",
+        ExitCode="0:0",
+        DerivedExitCode="0:0",
+        start=None,
+        end=None,
+        NodeList="None assigned",
+        User=spec.user,
+        NNodes=str(n),
+        Reason="BeginTime",
+    )
+
+
+def _sacct_values(ctx: Ctx, row: dict[str, Any]) -> list[str]:
+    """One row's values in the case's sacct columns."""
+    vals = []
+    for col in ctx.spec.sacct_columns:
+        if col in ("Start", "End"):
+            t = row["start" if col == "Start" else "end"]
+            vals.append(_slurm_time(ctx, t) if t else "Unknown")
+        elif col == "Elapsed":
+            vals.append(
+                _elapsed((row["end"] - row["start"]).total_seconds())
+                if row["start"] and row["end"]
+                else "00:00:00"
             )
-        )
+        elif col == "JobIDRaw":
+            vals.append(row["JobID"])
+        else:
+            vals.append(str(row[col]))
+    return vals
+
+
+def write_sacct_txt(ctx: Ctx, oc: Outcome) -> None:
+    spec = ctx.spec
+    rows = _sacct_rows(ctx, oc)
+    if spec.variant == "requeued":
+        rows.append(_pending_row(ctx))
     out = ["|".join(spec.sacct_columns)]
     for row in rows:
-        vals = []
-        for col in spec.sacct_columns:
-            if col in ("Start", "End"):
-                t = row["start" if col == "Start" else "end"]
-                vals.append(_slurm_time(ctx, t) if t else "Unknown")
-            elif col == "Elapsed":
-                vals.append(
-                    _elapsed((row["end"] - row["start"]).total_seconds())
-                    if row["start"] and row["end"]
-                    else "00:00:00"
-                )
-            elif col == "JobIDRaw":
-                vals.append(row["JobID"])
-            else:
-                vals.append(str(row[col]))
-        out.append("|".join(vals))
+        out.append("|".join(_sacct_values(ctx, row)))
     ctx.sink("slurm/sacct.txt").raw = "\n".join(out) + "\n"
