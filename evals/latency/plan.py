@@ -3,38 +3,42 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from goodput_agent.evals.latency.spec import BASE_TIME, LatencyCaseSpec, ModelSpec, Regime
 
 
-def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
-    """The shipped recipes: each cause and "no change", with name, label, config and decoy
-    variants. Change times are drawn from the seed."""
-    rng = random.Random(seed)
-    specs: list[LatencyCaseSpec] = []
+class _Plan:
+    """The suite being planned: the seed's random source, the specs so far."""
 
-    def add(slug: str, category: str, before: Regime, after: Regime | None, *,
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.specs: list[LatencyCaseSpec] = []
+
+    def add(self, slug: str, category: str, before: Regime, after: Regime | None, *,
             ramp_s: float = 0.0, restart: bool = False, second: ModelSpec | None = None,
             **kw: Any) -> None:
-        i = len(specs) + 1
-        change_s = float(rng.randrange(1620, 2400, 15)) if after is not None else None
+        i = len(self.specs) + 1
+        change_s = float(self.rng.randrange(1620, 2400, 15)) if after is not None else None
         model = ModelSpec(name=kw.pop("model", "llama-3.1-8b"), before=before, after=after,
                           change_s=change_s, ramp_s=ramp_s, restart=restart)
         models = [model] + ([second] if second else [])
         if kw.get("gpu_util") in ("up", "down") and "gpu_util_shift_s" not in kw:
-            kw["gpu_util_shift_s"] = change_s if change_s else float(rng.randrange(1620, 2400, 15))
-        specs.append(LatencyCaseSpec(case_id=f"l{i:02d}-{slug}", category=category,
-                                     variant=slug, seed=seed,
+            shift = change_s if change_s else float(self.rng.randrange(1620, 2400, 15))
+            kw["gpu_util_shift_s"] = shift
+        self.specs.append(LatencyCaseSpec(case_id=f"l{i:02d}-{slug}", category=category,
+                                     variant=slug, seed=self.seed,
                                      start=BASE_TIME + timedelta(hours=3 * i), models=models,
                                      **kw))
 
+
+def _queueing(add: Callable[..., None]) -> None:
+    """queueing: more arrivals than the batch limit can serve, or a lower limit."""
     base = Regime()
     busy = Regime(rate=3.8, max_num_seqs=24)  # ~80% of what 24 slots serve
-    rag = Regime(prompt_median=800, output_median=60)  # long-context traffic, short answers
-
-    # queueing: more arrivals than the batch limit can serve, or a lower limit
     add("queueing-arrival-surge", "queueing", busy, busy.model_copy(update={"rate": 5.8}),
         notes="arrivals 3.8 -> 5.8 req/s against max_num_seqs 24: the batch is full and the "
               "waiting queue grows; lengths and the KV cache are unchanged")
@@ -61,7 +65,9 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
     add("queueing-user-windows", "queueing", busy, busy.model_copy(update={"rate": 5.8}),
         user_windows=True, notes="the user names the windows (incident.yaml)")
 
-    # kv_cache_pressure: the cache is the limit, preemptions rise
+
+def _kv_cache_pressure(add: Callable[..., None]) -> None:
+    """kv_cache_pressure: the cache is the limit, preemptions rise."""
     kvb = Regime(rate=4.0, max_num_seqs=256, prompt_median=1500, output_median=400)
     add("kv-gpu-memory-lowered-args", "kv_cache_pressure", kvb,
         kvb.model_copy(update={"gpu_memory_utilization": 0.5}), restart=True,
@@ -103,7 +109,11 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
                                "rate": 2.5}), restart=True, config_evidence="info",
         notes="--kv-cache-dtype fp8 -> auto: twice the bytes per token")
 
-    # prompt_length: longer prompts drive prefill and TTFT
+
+def _prompt_length(add: Callable[..., None]) -> None:
+    """prompt_length: longer prompts drive prefill and TTFT."""
+    busy = Regime(rate=3.8, max_num_seqs=24)  # ~80% of what 24 slots serve
+    rag = Regime(prompt_median=800, output_median=60)  # long-context traffic, short answers
     add("prompt-3x", "prompt_length", rag, rag.model_copy(update={"prompt_median": 2800}),
         notes="prompts 3.5x longer: prefill and TTFT rise, decode per token barely")
     add("prompt-old-names", "prompt_length", rag,
@@ -128,7 +138,11 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
         rag.model_copy(update={"prompt_median": 1800}), names="both",
         notes="prompts ~2x longer")
 
-    # output_length: longer generations drive e2e but not per-token latency
+
+def _output_length(add: Callable[..., None]) -> None:
+    """output_length: longer generations drive e2e but not per-token latency."""
+    base = Regime()
+    kvb = Regime(rate=4.0, max_num_seqs=256, prompt_median=1500, output_median=400)
     add("output-3x", "output_length", base, base.model_copy(update={"output_median": 540}),
         notes="outputs 3x longer: decode time and e2e rise, inter-token latency barely")
     add("output-old-names", "output_length", base,
@@ -153,7 +167,11 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
                          change_s=1600.0, restart=True),
         notes="a second model runs short of KV cache at another time (a decoy)")
 
-    # no change, and a change the four causes do not explain
+
+def _no_change(add: Callable[..., None]) -> None:
+    """No change, and a change the four causes do not explain."""
+    base = Regime()
+    busy = Regime(rate=3.8, max_num_seqs=24)  # ~80% of what 24 slots serve
     add("no-change-gpu-util-jumps", "unknown", base, None, gpu_util="up", misleading=True,
         notes="latency is steady; GPU utilization jumps (a decoy)")
     add("no-change-steady", "unknown", base, None, notes="nothing changes")
@@ -169,7 +187,18 @@ def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
     add("decode-slower-per-token", "unknown", base, base.model_copy(update={"slowdown": 1.8}),
         gpu_util="flat", notes="every decode iteration is 1.8x slower (throttled clocks or a "
                                "noisy neighbour) with the same load: none of the four causes")
-    return specs
+
+
+def plan_latency_suite(seed: int = 11) -> list[LatencyCaseSpec]:
+    """The shipped recipes: each cause and "no change", with name, label, config and decoy
+    variants. Change times are drawn from the seed."""
+    plan = _Plan(seed)
+    _queueing(plan.add)
+    _kv_cache_pressure(plan.add)
+    _prompt_length(plan.add)
+    _output_length(plan.add)
+    _no_change(plan.add)
+    return plan.specs
 
 
 def latency_spec(case_id: str, seed: int = 11) -> LatencyCaseSpec:
