@@ -53,35 +53,35 @@ def _threads(rt: RankTrace) -> tuple[int, int]:
     return rt.pid, rt.pid + 9_503  # the main thread, the autograd engine thread
 
 
-def lay_out(rt: RankTrace, step: StepPlan, free: dict[int, float]) -> StepLayout:
-    """Place one step's host spans and GPU ops on the simulation clock. `free`: when each
-    stream is next free, carried from step to step (updated here)."""
-    main, bwd = _threads(rt)
-    out = StepLayout(bucket_launch=[0.0] * len(step.buckets),
-                     bucket_ready=[0.0] * len(step.buckets))
-    cpu, launches = out.cpu, out.launches
-    comp, nccl = COMPUTE_STREAM, rt.nccl_stream
-    gap, lat = step.launch_gap_us, step.launch_us
+class _Host:
+    """One step being laid out: its host ops and launches, and when each stream is next free."""
 
-    def op(name: str, cat: str, tid: int, ts: float, dur: float, args: str = "") -> int:
-        cpu.append(CpuOp(name, cat, tid, ts, dur, args=args))
-        return len(cpu) - 1
+    def __init__(self, step: StepPlan, out: StepLayout, free: dict[int, float]) -> None:
+        self.cpu, self.launches, self.free = out.cpu, out.launches, free
+        self.comp = COMPUTE_STREAM
+        self.gap, self.lat = step.launch_gap_us, step.launch_us
 
-    def kernel(t: float, k: Kernel, tid: int, name: str | None = None,
-               after: float = 0.0, gap: float = gap) -> float:
+    def op(self, name: str, cat: str, tid: int, ts: float, dur: float, args: str = "") -> int:
+        self.cpu.append(CpuOp(name, cat, tid, ts, dur, args=args))
+        return len(self.cpu) - 1
+
+    def kernel(self, t: float, k: Kernel, tid: int, name: str | None = None,
+               after: float = 0.0, gap: float | None = None) -> float:
         """Launch `k` from the host at `t`; returns when the host is done with it."""
-        parent = op(name or k.op, "cpu_op", tid, t, gap - 0.5)
+        gap, lat, comp, free = self.gap if gap is None else gap, self.lat, self.comp, self.free
+        parent = self.op(name or k.op, "cpu_op", tid, t, gap - 0.5)
         at = t + max(gap - lat - 1.5, 0.5)
         start = max(at + lat + 1.0, free.get(comp, 0.0), after)
-        launches.append(Launch("cudaLaunchKernel", tid, at, lat, parent, "kernel", k.name,
-                               comp, start, k.dur_us, _kernel_args(k)))
+        self.launches.append(Launch("cudaLaunchKernel", tid, at, lat, parent, "kernel", k.name,
+                                    comp, start, k.dur_us, _kernel_args(k)))
         free[comp] = start + k.dur_us
         return t + gap
 
-    def read_scalar(t: float, tid: int) -> float:
+    def read_scalar(self, t: float, tid: int) -> float:
         """`.item()`: a blocking DtoH copy once the compute stream drains, then a sync."""
-        item = op("aten::item", "cpu_op", tid, t, 0.0)
-        op("aten::_local_scalar_dense", "cpu_op", tid, t + 1.0, 0.0)
+        lat, comp, free, cpu, launches = self.lat, self.comp, self.free, self.cpu, self.launches
+        item = self.op("aten::item", "cpu_op", tid, t, 0.0)
+        self.op("aten::_local_scalar_dense", "cpu_op", tid, t + 1.0, 0.0)
         copy_at = max(t + 3.0 + lat, free.get(comp, 0.0))
         launches.append(Launch("cudaMemcpyAsync", tid, t + 3.0, copy_at + 2.0 - t - 1.0,
                                item + 1, "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)",
@@ -93,6 +93,19 @@ def lay_out(rt: RankTrace, step: StepPlan, free: dict[int, float]) -> StepLayout
         cpu[item].dur = end - t
         cpu[item + 1].dur = end - t - 1.5
         return end + 1.0
+
+
+def lay_out(rt: RankTrace, step: StepPlan, free: dict[int, float]) -> StepLayout:
+    """Place one step's host spans and GPU ops on the simulation clock. `free`: when each
+    stream is next free, carried from step to step (updated here)."""
+    main, bwd = _threads(rt)
+    out = StepLayout(bucket_launch=[0.0] * len(step.buckets),
+                     bucket_ready=[0.0] * len(step.buckets))
+    cpu, launches = out.cpu, out.launches
+    comp, nccl = COMPUTE_STREAM, rt.nccl_stream
+    gap, lat = step.launch_gap_us, step.launch_us
+    host = _Host(step, out, free)
+    op, kernel, read_scalar = host.op, host.kernel, host.read_scalar
 
     t = step.start_us
     step_op = op(f"ProfilerStep#{step.number}", "user_annotation", main, t, 0.0)
