@@ -47,3 +47,17 @@ def py_exception(
     if efile:
         write_error_file(ctx, rank, t, tb)
     return Death(t + timedelta(milliseconds=ctx.rng.randint(300, 900)), 1, efile, tb)
+
+
+def nccl_cuda_failure(ctx: Ctx, cuda_error: str) -> list[str]:
+    """The DistBackendError a collective raises when CUDA fails under NCCL."""
+    return [
+        "torch.distributed.DistBackendError: NCCL error in: "
+        "/pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+        "details), "
+        f"NCCL version {ctx.nccl}",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        f"Cuda failure {cuda_error}",
+    ]

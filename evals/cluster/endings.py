@@ -14,6 +14,7 @@ from goodput_agent.evals.cluster.k8s_objects import default_k8s_events, job_fail
 from goodput_agent.evals.cluster.kernel_noise import edac_ce
 from goodput_agent.evals.cluster.nccl import remote_error_lines
 from goodput_agent.evals.cluster.spec import JOURNAL_STYLES
+from goodput_agent.evals.cluster.torchelastic import srun_cancel_lines
 from goodput_agent.evals.cluster.training import Death, Run, progress, prologue
 
 
@@ -132,15 +133,7 @@ def _finish_crash(
         delay = 0.3 if not ctx.has_agent else 2.0
         kill_at = death.t + timedelta(seconds=delay + ctx.rng.uniform(0, 1.5))
         if spec.platform == "slurm":
-            batch = sorted(n.name for n in ctx.nodes)[0]
-            ctx.jobout(
-                kill_at - timedelta(milliseconds=50),
-                [
-                    f"srun: Terminating StepId={spec.job_id}.0",
-                    f"slurmstepd: error: *** STEP {spec.job_id}.0 ON {batch} CANCELLED AT "
-                    f"{_slurm_time(ctx, kill_at)} ***",
-                ],
-            )
+            ctx.jobout(kill_at - timedelta(milliseconds=50), srun_cancel_lines(ctx, kill_at))
         t_end = collateral(
             ctx, run, t_fail=t_fail, dead={rank: death}, mode="kill", kill_at=kill_at, **kw
         )

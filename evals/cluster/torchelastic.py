@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from goodput_agent.evals.cluster.context import Ctx, NodeRT
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, _slurm_time
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.spec import PY_SITE
 from goodput_agent.evals.cluster.training import SIGNALS, Death, traceback_lines
@@ -226,6 +226,16 @@ def srun_exit_line(ctx: Ctx, node_idx: int, ranks: list[int], exitcode: int) -> 
         exitcode, f"Exited with exit code {exitcode}"
     )
     return f"srun: error: {node.name}: {_task_ranges(ranks)}: {what}"
+
+
+def srun_cancel_lines(ctx: Ctx, kill_at: datetime) -> list[str]:
+    """srun and slurmstepd when the step is cancelled at `kill_at` (srun --kill-on-bad-exit)."""
+    batch = sorted(n.name for n in ctx.nodes)[0]
+    return [
+        f"srun: Terminating StepId={ctx.spec.job_id}.0",
+        f"slurmstepd: error: *** STEP {ctx.spec.job_id}.0 ON {batch} CANCELLED AT "
+        f"{_slurm_time(ctx, kill_at)} ***",
+    ]
 
 
 def srun_report(ctx: Ctx, deaths: dict[int, Death], lost: set[int]) -> None:

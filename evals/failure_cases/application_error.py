@@ -6,7 +6,7 @@ import random
 from datetime import datetime, timedelta
 
 from goodput_agent.evals.cluster.collateral import collateral
-from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
 from goodput_agent.evals.cluster.endings import (
     _culprit,
@@ -17,6 +17,7 @@ from goodput_agent.evals.cluster.endings import (
 )
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.spec import CUDA_ASYNC_NOTE, PY_SITE
+from goodput_agent.evals.cluster.torchelastic import srun_cancel_lines
 from goodput_agent.evals.cluster.training import (
     Death,
     progress,
@@ -303,15 +304,7 @@ def _import_error(ctx: Ctx) -> Outcome:
                 ),
             )
     kill_at = max(d.t for d in dead.values()) + timedelta(seconds=1.5)
-    batch = sorted(n.name for n in ctx.nodes)[0]
-    ctx.jobout(
-        kill_at - timedelta(milliseconds=50),
-        [
-            f"srun: Terminating StepId={spec.job_id}.0",
-            f"slurmstepd: error: *** STEP {spec.job_id}.0 ON {batch} CANCELLED AT "
-            f"{_slurm_time(ctx, kill_at)} ***",
-        ],
-    )
+    ctx.jobout(kill_at - timedelta(milliseconds=50), srun_cancel_lines(ctx, kill_at))
     t_end = collateral(
         ctx, run, t_fail=t_fail, dead=dead, mode="kill", kill_at=kill_at, peermem=False
     )

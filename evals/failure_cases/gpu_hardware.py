@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
-from goodput_agent.evals.cluster.deaths import _t_fail, py_exception, xid_line
+from goodput_agent.evals.cluster.deaths import _t_fail, nccl_cuda_failure, py_exception, xid_line
 from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.spec import CUDA_ASYNC_NOTE, PY_SITE
@@ -195,16 +195,7 @@ def _gpu_xid74_nvlink(
         rank,
         t_err,
         frames,
-        [
-            "torch.distributed.DistBackendError: NCCL error in: "
-            "/pytorch/torch/csrc/distributed/c10d/"
-            "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
-            "details), "
-            f"NCCL version {ctx.nccl}",
-            "ncclUnhandledCudaError: Call to CUDA function failed.",
-            "Last error:",
-            "Cuda failure 'unspecified launch failure'",
-        ],
+        nccl_cuda_failure(ctx, "'unspecified launch failure'"),
     )
     return kmsgs, death
 

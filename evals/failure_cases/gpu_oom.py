@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from goodput_agent.evals.cluster.context import Ctx, Outcome
-from goodput_agent.evals.cluster.deaths import _t_fail, py_exception
+from goodput_agent.evals.cluster.deaths import _t_fail, nccl_cuda_failure, py_exception
 from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
 from goodput_agent.evals.cluster.spec import PY_SITE
 from goodput_agent.evals.cluster.training import progress, prologue, train_frames
@@ -163,16 +163,7 @@ def _oom_nccl_cuda_oom(ctx: Ctx, rank: int, t_fail: datetime):
         rank,
         t_fail,
         frames,
-        [
-            "torch.distributed.DistBackendError: NCCL error in: "
-            "/pytorch/torch/csrc/distributed/c10d/"
-            "ProcessGroupNCCL.cpp:3012, unhandled cuda error (run with NCCL_DEBUG=INFO for "
-            "details), "
-            f"NCCL version {ctx.nccl}",
-            "ncclUnhandledCudaError: Call to CUDA function failed.",
-            "Last error:",
-            "Cuda failure 2 'out of memory'",
-        ],
+        nccl_cuda_failure(ctx, "2 'out of memory'"),
     )
     return death
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from goodput_agent.evals.cluster.collateral import collateral
-from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome, _slurm_time
+from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail
 from goodput_agent.evals.cluster.endings import (
     _culprit,
@@ -18,6 +18,7 @@ from goodput_agent.evals.cluster.endings import (
 from goodput_agent.evals.cluster.formats import _hex
 from goodput_agent.evals.cluster.k8s_objects import k8s_event, node_ref
 from goodput_agent.evals.cluster.spec import PY_SITE
+from goodput_agent.evals.cluster.torchelastic import srun_cancel_lines
 from goodput_agent.evals.cluster.training import (
     Death,
     Run,
@@ -311,15 +312,7 @@ def _oom_checkpoint_load(ctx: Ctx, run: Run) -> Outcome:
         r: Death(t_fail + timedelta(milliseconds=i * 380 + 40), -9) for i, r in enumerate(killed)
     }
     kill_at = t_fail + timedelta(seconds=1.2)
-    batch = sorted(n.name for n in ctx.nodes)[0]
-    ctx.jobout(
-        kill_at,
-        [
-            f"srun: Terminating StepId={spec.job_id}.0",
-            f"slurmstepd: error: *** STEP {spec.job_id}.0 ON {batch} CANCELLED AT "
-            f"{_slurm_time(ctx, kill_at)} ***",
-        ],
-    )
+    ctx.jobout(kill_at, srun_cancel_lines(ctx, kill_at))
     t_end = collateral(
         ctx, run, t_fail=t_fail, dead=dead, mode="kill", kill_at=kill_at, peermem=False
     )
