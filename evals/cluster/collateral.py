@@ -13,6 +13,9 @@ from goodput_agent.evals.cluster.nccl import remote_error_lines, store_reset_lin
 from goodput_agent.evals.cluster.torchelastic import agent_report, srun_report
 from goodput_agent.evals.cluster.training import Death, Run
 
+# candidate deaths: rank -> (time, exitcode, lines to print and when)
+Candidates = dict[int, tuple[datetime, int, list[tuple[datetime, list[str]]]]]
+
 
 def _launcher_reports(
     ctx: Ctx,
@@ -21,10 +24,10 @@ def _launcher_reports(
     sigterm_nodes: dict[int, datetime] | None,
     kill_at: datetime | None,
     deadline: datetime | None,
-    deaths,
+    deaths: dict[int, Death],
     mode: Literal["watchdog", "kill"],
     dead: dict[int, Death],
-):
+) -> datetime:
     """Each node's launcher reports its dead ranks; returns when the last one is done."""
     t_end = t_fail
     for node_idx in range(len(ctx.nodes)):
@@ -44,7 +47,7 @@ def _launcher_reports(
     return t_end
 
 
-def _agent_teardown(ctx: Ctx, cand, dead: dict[int, Death], rng: random.Random):
+def _agent_teardown(ctx: Ctx, cand: Candidates, dead: dict[int, Death], rng: random.Random) -> None:
     """A local agent tears down the siblings of the first worker that dies on its node."""
     if ctx.has_agent:
         for node_idx in range(len(ctx.nodes)):
@@ -63,20 +66,20 @@ def _candidate_deaths(
     ctx: Ctx,
     run: Run,
     mode: Literal["watchdog", "kill"],
-    t_coll,
-    skip,
+    t_coll: datetime,
+    skip: set[int],
     seq_for: Callable[[int], int] | None,
-    seq,
+    seq: int,
     enq_for: Callable[[int], int] | None,
-    cand,
+    cand: Candidates,
     dead: dict[int, Death],
     lost: Iterable[int],
     remote: dict[int, tuple[datetime, str, list[str]]] | None,
     kill_at: datetime | None,
     t_fail: datetime,
-    node_jitter,
+    node_jitter: dict[int, int],
     rng: random.Random,
-):
+) -> None:
     """How each surviving rank would die: killed, a remote error, or its NCCL watchdog."""
     for r in range(ctx.world):
         if r in dead or ctx.node_idx(r) in lost:
@@ -114,8 +117,13 @@ def _candidate_deaths(
 
 
 def _aftermath(
-    ctx: Ctx, cand, deaths: dict[int, Death], lost: set[int], rng: random.Random, peermem: bool
-):
+    ctx: Ctx,
+    cand: Candidates,
+    deaths: dict[int, Death],
+    lost: set[int],
+    rng: random.Random,
+    peermem: bool,
+) -> None:
     """Survivors complain when rank 0's TCPStore goes; killed GPU processes leave kernel lines."""
     if ctx.spec.torch != "2.1" and 0 in deaths and ctx.node_idx(0) not in lost:
         t0 = deaths[0].t
@@ -173,7 +181,7 @@ def collateral(
     node_jitter = {i: rng.randint(650, 2600) for i in range(len(ctx.nodes))}
     node_jitter[ctx.order[0]] = rng.randint(5, 120)
     # candidate deaths: (time, exitcode, lines to print at `time` or None)
-    cand: dict[int, tuple[datetime, int, list[tuple[datetime, list[str]]]]] = {}
+    cand: Candidates = {}
     _candidate_deaths(
         ctx,
         run,

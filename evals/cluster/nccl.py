@@ -12,7 +12,7 @@ from goodput_agent.evals.cluster.spec import PY_SITE
 from goodput_agent.evals.cluster.training import Run, _frames
 
 
-def _wd_2_1(ctx: Ctx, rank: int, t: datetime, caught):
+def _wd_2_1(ctx: Ctx, rank: int, t: datetime, caught: str) -> list[str]:
     lines = [
         ctx.c10(rank, t, "E", "ProcessGroupNCCL.cpp:475", caught),
         ctx.c10(
@@ -45,8 +45,16 @@ def _wd_2_1(ctx: Ctx, rank: int, t: datetime, caught):
 
 
 def _wd_2_5(
-    ctx: Ctx, lines, rank: int, t: datetime, us, pg, seq: int, last_enq: int, last_comp: int
-):
+    ctx: Ctx,
+    lines: list[str],
+    rank: int,
+    t: datetime,
+    us: timedelta,
+    pg: str,
+    seq: int,
+    last_enq: int,
+    last_comp: int,
+) -> None:
     lines.append(
         ctx.c10(
             rank,

@@ -66,7 +66,13 @@ def _failure_entry(ctx: Ctx, idx: int, node: NodeRT, rank: int, death: Death) ->
     ]
 
 
-def _agent_sigterm_lines(ctx: Ctx, lines_at, sigterm_at, node: NodeRT, node_idx: int):
+def _agent_sigterm_lines(
+    ctx: Ctx,
+    lines_at: list[tuple[datetime, str]],
+    sigterm_at: datetime,
+    node: NodeRT,
+    node_idx: int,
+) -> None:
     lines_at.append(
         (
             sigterm_at,
@@ -97,8 +103,14 @@ def _agent_sigterm_lines(ctx: Ctx, lines_at, sigterm_at, node: NodeRT, node_idx:
 
 
 def _agent_failure_lines(
-    ctx: Ctx, lines_at, t_root, node: NodeRT, root, deaths: dict[int, Death], node_idx: int
-):
+    ctx: Ctx,
+    lines_at: list[tuple[datetime, str]],
+    t_root: datetime,
+    node: NodeRT,
+    root: int,
+    deaths: dict[int, Death],
+    node_idx: int,
+) -> None:
     lines_at.append(
         (
             t_root,
@@ -131,7 +143,7 @@ def _agent_failure_lines(
             )
 
 
-def _agent_sigterm_summary(ctx: Ctx, node: NodeRT, t_sum, node_idx: int):
+def _agent_sigterm_summary(ctx: Ctx, node: NodeRT, t_sum: datetime, node_idx: int) -> datetime:
     block = traceback_lines(
         ELASTIC_TB[:5]
         + (

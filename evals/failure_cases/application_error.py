@@ -28,7 +28,7 @@ from goodput_agent.evals.cluster.training import (
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
-def _app_dataset_keyerror(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+def _app_dataset_keyerror(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime) -> Death:
     key = f"shard-{rng.randint(0, 2047):05d}/seq-{rng.randint(0, 99999):06d}"
     frames = train_frames(ctx, "none") + [
         ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
@@ -64,7 +64,7 @@ def _app_dataset_keyerror(ctx: Ctx, rng: random.Random, rank: int, t_fail: datet
     return death
 
 
-def _app_missing_shard(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+def _app_missing_shard(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime) -> Death:
     path = f"/lustre/datasets/fineweb-edu/tokenized/shard-{rng.randint(0, 4095):05d}.bin"
     frames = train_frames(ctx, "none") + [
         ("/workspace/llm/trainer.py", 229, "fit", "batch = next(self.train_iter)"),
@@ -97,7 +97,7 @@ def _app_missing_shard(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime
     return death
 
 
-def _app_assertion_rank0(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime):
+def _app_assertion_rank0(ctx: Ctx, rng: random.Random, rank: int, t_fail: datetime) -> Death:
     frames = train_frames(ctx, "forward") + [
         (
             "/workspace/llm/model/transformer.py",
@@ -133,7 +133,9 @@ def _app_assertion_rank0(ctx: Ctx, rng: random.Random, rank: int, t_fail: dateti
     return death
 
 
-def _xid13_culprit(ctx: Ctx, v: str, local: int, pid: int, rng: random.Random):
+def _xid13_culprit(
+    ctx: Ctx, v: str, local: int, pid: int, rng: random.Random
+) -> tuple[list[str], tuple[str, int, str, str]]:
     """The culprit's error: an Xid 13 and the illegal memory access it raises."""
     if v == "xid13-illegal-address":
         gpc, tpc = rng.randint(0, 7), rng.randint(0, 8)
@@ -197,7 +199,7 @@ def _app_xid13_illegal_address(
     node: NodeRT,
     t_fail: datetime,
     rank: int,
-):
+) -> Death:
     kmsgs, kernel_frame = _xid13_culprit(ctx, v, local, pid, rng)
     ctx.kern_block(node, t_fail, kmsgs)
     frames = train_frames(ctx, "forward") + [

@@ -7,100 +7,32 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from goodput_agent.evals.cluster.context import Ctx, NodeRT, Outcome
-from goodput_agent.evals.cluster.deaths import _t_fail, nccl_cuda_failure, py_exception, xid_line
+from goodput_agent.evals.cluster.deaths import (
+    _t_fail,
+    cuda_error,
+    heartbeat_abort,
+    nccl_cuda_failure,
+    py_exception,
+    watchdog_cuda_abort,
+    xid_line,
+)
 from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
 from goodput_agent.evals.cluster.formats import _hex
-from goodput_agent.evals.cluster.spec import CUDA_ASYNC_NOTE, PY_SITE
+from goodput_agent.evals.cluster.spec import PY_SITE
 from goodput_agent.evals.cluster.training import Death, progress, prologue, train_frames
 from goodput_agent.evals.failure_cases.recipe import _VOLUME, AGENT_LAYOUTS, Recipe
 
 
-def cuda_error(ctx: Ctx, rank: int, t: datetime, err: str, tail: str = "backward") -> Death:
-    return py_exception(
-        ctx,
-        rank,
-        t,
-        train_frames(ctx, tail),
-        [f"RuntimeError: CUDA error: {err}", *CUDA_ASYNC_NOTE],
-    )
-
-
-def watchdog_cuda_abort(ctx: Ctx, rank: int, t: datetime, err: str) -> Death:
-    """The NCCL watchdog thread hits a CUDA error on its own GPU and aborts the process."""
-    pg = ctx.pg(rank)
-    what = (
-        "NCCL watchdog thread terminated"
-        if ctx.spec.torch == "2.1"
-        else "Process group watchdog thread terminated"
-    )
-    msg = f"{pg} {what} with exception: CUDA error: {err}"
-    lines = [
-        f"{ctx.nccl_prefix(rank, 97)} NCCL WARN Cuda failure '{err}'",
-        ctx.c10(rank, t, "E", "ProcessGroupNCCL.cpp:1595", msg),
-        *CUDA_ASYNC_NOTE,
-        "",
-        "Exception raised from c10_cuda_check_implementation at "
-        "/pytorch/c10/cuda/CUDAException.cpp:43 "
-        "(most recent call first):",
-        "terminate called after throwing an instance of 'c10::DistBackendError'",
-        f"  what():  {msg}",
-        *CUDA_ASYNC_NOTE,
-    ]
-    ctx.out(rank, t, lines)
-    return Death(t + timedelta(milliseconds=ctx.rng.randint(150, 500)), -6)
-
-
-def heartbeat_abort(ctx: Ctx, rank: int, t: datetime) -> Death:
-    """PyTorch's heartbeat monitor killing a rank whose watchdog is stuck inside a CUDA call."""
-    pg = ctx.pg(rank)
-    ms = timedelta(milliseconds=1)
-    ctx.out(
-        rank,
-        t,
-        [
-            ctx.c10(
-                rank,
-                t,
-                "E",
-                "ProcessGroupNCCL.cpp:1423",
-                f"{pg} Heartbeat monitor timed out! Process "
-                "will be terminated after dumping debug info. workMetaList_.size()=2",
-            ),
-            ctx.c10(
-                rank,
-                t + ms,
-                "E",
-                "ProcessGroupNCCL.cpp:1468",
-                f"{pg} ProcessGroupNCCL preparing to dump debug info.",
-            ),
-            ctx.c10(
-                rank,
-                t + 2 * ms,
-                "F",
-                "ProcessGroupNCCL.cpp:1299",
-                f"{pg} ProcessGroupNCCL's "
-                "watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
-                "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) "
-                "hang "
-                "blocking the watchdog, and could be triggered by another thread holding the GIL "
-                "inside "
-                "a CUDA api (for example, CudaEventDestroy), or other deadlock-prone behaviors.If "
-                "you "
-                "suspect the watchdog is not actually stuck and a longer timeout would help, you "
-                "can "
-                "either increase the timeout (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC) to a larger value "
-                "or "
-                "disable the heartbeat monitor (TORCH_NCCL_ENABLE_MONITORING=0).If either of "
-                "aforementioned helps, feel free to file an issue to PyTorch about the short "
-                "timeout or "
-                "false positive abort; otherwise, please attempt to debug the hang. ",
-            ),
-        ],
-    )
-    return Death(t + timedelta(milliseconds=600), -6)
-
-
-def _gpu_xid79(ctx: Ctx, head, fell, v: str, local: int, pid: int, rank: int, t_err: datetime):
+def _gpu_xid79(
+    ctx: Ctx,
+    head: list[str],
+    fell: list[str],
+    v: str,
+    local: int,
+    pid: int,
+    rank: int,
+    t_err: datetime,
+) -> tuple[list[str], Death]:
     kmsgs = head + fell
     if v == "xid79-154" or "k8s" in v:
         kmsgs.append(
@@ -116,7 +48,9 @@ def _gpu_xid79(ctx: Ctx, head, fell, v: str, local: int, pid: int, rank: int, t_
     return kmsgs, death
 
 
-def _gpu_xid48_dbe(ctx: Ctx, head, dbe, local: int, rng: random.Random, rank: int, t_err: datetime):
+def _gpu_xid48_dbe(
+    ctx: Ctx, head: list[str], dbe: str, local: int, rng: random.Random, rank: int, t_err: datetime
+) -> tuple[list[str], Death]:
     kmsgs = head + [
         dbe,
         xid_line(
@@ -132,8 +66,15 @@ def _gpu_xid48_dbe(ctx: Ctx, head, dbe, local: int, rng: random.Random, rank: in
 
 
 def _gpu_xid64_row_remap(
-    ctx: Ctx, head, dbe, local: int, pid: int, rng: random.Random, rank: int, t_err: datetime
-):
+    ctx: Ctx,
+    head: list[str],
+    dbe: str,
+    local: int,
+    pid: int,
+    rng: random.Random,
+    rank: int,
+    t_err: datetime,
+) -> tuple[list[str], Death]:
     kmsgs = head + [
         dbe,
         xid_line(
@@ -155,8 +96,8 @@ def _gpu_xid64_row_remap(
 
 
 def _gpu_xid74_nvlink(
-    ctx: Ctx, rng: random.Random, head, local: int, pid: int, rank: int, t_err: datetime
-):
+    ctx: Ctx, rng: random.Random, head: list[str], local: int, pid: int, rank: int, t_err: datetime
+) -> tuple[list[str], Death]:
     link = rng.randint(0, 17)
     kmsgs = head + [
         xid_line(
@@ -200,7 +141,9 @@ def _gpu_xid74_nvlink(
     return kmsgs, death
 
 
-def _gpu_xid95_drain(ctx: Ctx, head, local: int, pid: int, rank: int, t_err: datetime):
+def _gpu_xid95_drain(
+    ctx: Ctx, head: list[str], local: int, pid: int, rank: int, t_err: datetime
+) -> tuple[list[str], Death]:
     kmsgs = head + [
         xid_line(ctx, local, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No", pid),
         xid_line(
@@ -217,7 +160,7 @@ def _gpu_xid95_drain(ctx: Ctx, head, local: int, pid: int, rank: int, t_err: dat
 
 def _gpu_xid119_gsp(
     ctx: Ctx, local: int, pid: int, rng: random.Random, node: NodeRT, t_fail: datetime, rank: int
-):
+) -> tuple[list[str], Death]:
     banner = "NVRM: _kgspLogXid119: "
     kmsgs = [
         f"{banner}{'*' * 33} GSP Timeout {'*' * 34}",

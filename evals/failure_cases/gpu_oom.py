@@ -8,7 +8,7 @@ from goodput_agent.evals.cluster.context import Ctx, Outcome
 from goodput_agent.evals.cluster.deaths import _t_fail, nccl_cuda_failure, py_exception
 from goodput_agent.evals.cluster.endings import _culprit, _finish_crash, pre_decoys
 from goodput_agent.evals.cluster.spec import PY_SITE
-from goodput_agent.evals.cluster.training import progress, prologue, train_frames
+from goodput_agent.evals.cluster.training import Death, progress, prologue, train_frames
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
@@ -53,7 +53,7 @@ def oom_text(ctx: Ctx, local: int, legacy: bool = False) -> str:
     )
 
 
-def _oom_forward_long_seq(ctx: Ctx, rank: int, t_fail: datetime, local: int):
+def _oom_forward_long_seq(ctx: Ctx, rank: int, t_fail: datetime, local: int) -> Death:
     frames = train_frames(ctx, "forward") + [
         (
             "/workspace/llm/model/attention.py",
@@ -66,7 +66,7 @@ def _oom_forward_long_seq(ctx: Ctx, rank: int, t_fail: datetime, local: int):
     return death
 
 
-def _oom_rank0_checkpoint_gather(ctx: Ctx, rank: int, t_fail: datetime, local: int):
+def _oom_rank0_checkpoint_gather(ctx: Ctx, rank: int, t_fail: datetime, local: int) -> Death:
     frames = train_frames(ctx, "none") + [
         (
             "/workspace/llm/trainer.py",
@@ -127,7 +127,7 @@ def _oom_rank0_checkpoint_gather(ctx: Ctx, rank: int, t_fail: datetime, local: i
     return death
 
 
-def _oom_nccl_cuda_oom(ctx: Ctx, rank: int, t_fail: datetime):
+def _oom_nccl_cuda_oom(ctx: Ctx, rank: int, t_fail: datetime) -> Death:
     pre = ctx.nccl_prefix(rank)
     ctx.out(
         rank,

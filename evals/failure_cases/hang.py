@@ -26,7 +26,7 @@ from goodput_agent.evals.cluster.training import Death, Run, progress, prologue,
 from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
-def _hang_dataloader_stall(ctx: Ctx, rng: random.Random, stuck, t_stuck):
+def _hang_dataloader_stall(ctx: Ctx, rng: random.Random, stuck: int, t_stuck: datetime) -> None:
     shard = rng.randint(0, 4095)
     ctx.out(
         stuck,
@@ -43,8 +43,14 @@ def _hang_dataloader_stall(ctx: Ctx, rng: random.Random, stuck, t_stuck):
 
 
 def _hang_nfs_checkpoint_stall(
-    ctx: Ctx, run: Run, stuck, t_stuck, spec: CaseSpec, node: NodeRT, rng: random.Random
-):
+    ctx: Ctx,
+    run: Run,
+    stuck: int,
+    t_stuck: datetime,
+    spec: CaseSpec,
+    node: NodeRT,
+    rng: random.Random,
+) -> None:
     ctx.out(
         stuck,
         t_stuck - timedelta(seconds=0.2),
@@ -137,7 +143,7 @@ def sc_hang(ctx: Ctx) -> Outcome:
     return oc
 
 
-def _barrier_case0(ctx: Ctx, t_to, master, deaths):
+def _barrier_case0(ctx: Ctx, t_to: datetime, master: int, deaths: dict[int, Death]) -> None:
     t_sum = t_to + timedelta(seconds=1.1)
     m = ctx.nodes[master]
     ctx.agent(
@@ -174,7 +180,7 @@ def _barrier_case0(ctx: Ctx, t_to, master, deaths):
     ctx.node_end[master], ctx.node_exit[master] = t_sum + timedelta(milliseconds=250), 1
 
 
-def _barrier_waiters(ctx: Ctx, master, t_done: datetime, rng: random.Random):
+def _barrier_waiters(ctx: Ctx, master: int, t_done: datetime, rng: random.Random) -> None:
     """The other ranks wait in the barrier until their watchdogs time out."""
     for i, node in enumerate(ctx.nodes):
         if i == master:

@@ -22,8 +22,8 @@ from goodput_agent.evals.failure_cases.recipe import AGENT_LAYOUTS, Recipe
 
 
 def _net_ib_link_down(
-    ctx: Ctx, pci, hca, v: str, k, node: NodeRT, t_fail: datetime, rng: random.Random
-):
+    ctx: Ctx, pci: str, hca: str, v: str, k: int, node: NodeRT, t_fail: datetime, rng: random.Random
+) -> None:
     kmsgs = [f"mlx5_core {pci} {hca}: Port: 1 Link DOWN"]
     if v == "k8s-roce-port-down":
         kmsgs.insert(0, f"mlx5_core {pci} eth{k + 1}: Link down")
@@ -37,8 +37,8 @@ def _net_ib_link_down(
 
 
 def _net_module_high_temp(
-    ctx: Ctx, node: NodeRT, t_fail: datetime, pci, k, rng: random.Random, hca
-):
+    ctx: Ctx, node: NodeRT, t_fail: datetime, pci: str, k: int, rng: random.Random, hca: str
+) -> None:
     ctx.kern(
         node,
         t_fail - timedelta(seconds=rng.uniform(1, 3)),
@@ -49,7 +49,7 @@ def _net_module_high_temp(
     ctx.kern(node, t_fail, f"mlx5_core {pci} {hca}: Port: 1 Link DOWN")
 
 
-def _net_bond_eth_down(ctx: Ctx, node: NodeRT, t_fail: datetime):
+def _net_bond_eth_down(ctx: Ctx, node: NodeRT, t_fail: datetime) -> None:
     ctx.kern_block(
         node,
         t_fail,

@@ -31,9 +31,9 @@ def _node_slurm(
     rng: random.Random,
     node: NodeRT,
     spec: CaseSpec,
-    remote,
+    remote: dict[int, tuple[datetime, str, list[str]]],
     ni: int,
-):
+) -> Outcome:
     t_nf = t_fail + timedelta(seconds=300 + rng.uniform(2, 40))
     batch = sorted(n.name for n in ctx.nodes)[0]
     ctx.jobout(
@@ -66,7 +66,13 @@ def _node_slurm(
 
 
 def _node_k8s(
-    ctx: Ctx, run: Run, t_fail: datetime, rng: random.Random, remote, ni: int, node: NodeRT
+    ctx: Ctx,
+    run: Run,
+    t_fail: datetime,
+    rng: random.Random,
+    remote: dict[int, tuple[datetime, str, list[str]]],
+    ni: int,
+    node: NodeRT,
 ) -> Outcome:
     """Kubernetes: the node stops posting status, goes NotReady, its pod is evicted."""
     t_nr = t_fail + timedelta(seconds=40 + rng.uniform(0, 5))

@@ -81,7 +81,9 @@ def _node_names(rng: random.Random, platform: Platform, n: int) -> list[str]:
     return [f"aks-ndh100-{vmss}-vmss{i:06x}" for i in range(n)]
 
 
-def _kernel_styles(plat, rng: random.Random, names, culprit, recipe: Recipe):
+def _kernel_styles(
+    plat: Platform, rng: random.Random, names: list[str], culprit: int | None, recipe: Recipe
+) -> dict[str, str | None]:
     """Each node's kernel-log style (None: none), the culprit's kept unless its recipe says."""
     styles = (
         list(JOURNAL_STYLES + ("dmesg-T", "dmesg-iso"))
@@ -102,7 +104,9 @@ def _kernel_styles(plat, rng: random.Random, names, culprit, recipe: Recipe):
     return kernel
 
 
-def _start_time(recipe: Recipe, plat, rng: random.Random, seed: int, idx: int):
+def _start_time(
+    recipe: Recipe, plat: Platform, rng: random.Random, seed: int, idx: int
+) -> tuple[str, datetime]:
     """The case's time zone and its job's start (UTC), on one of the base dates."""
     if recipe.tz == "local" or (recipe.tz is None and plat == "slurm" and rng.random() < 0.35):
         tz = rng.choice(ZONES)
