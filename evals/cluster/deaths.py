@@ -27,6 +27,13 @@ def xid_line(
     return f"NVRM: Xid (PCI:{ctx.bus[local]}): {code}, {who}{text}"
 
 
+def recovery_action(ctx: Ctx, local: int, pid: int, action: str) -> str:
+    """Xid 154: the driver changed the GPU's recovery action (reset, reboot, drain)."""
+    return xid_line(
+        ctx, local, 154, f"GPU recovery action changed from 0x0 (None) to {action}", pid
+    )
+
+
 def write_error_file(ctx: Ctx, rank: int, t: datetime, tb: list[str]) -> None:
     exc = next((x for x in reversed(tb) if x and not x.startswith(" ")), tb[-1])
     doc = {

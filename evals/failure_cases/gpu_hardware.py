@@ -13,6 +13,7 @@ from goodput_agent.evals.cluster.deaths import (
     heartbeat_abort,
     nccl_cuda_failure,
     py_exception,
+    recovery_action,
     watchdog_cuda_abort,
     xid_line,
 )
@@ -35,15 +36,7 @@ def _gpu_xid79(
 ) -> tuple[list[str], Death]:
     kmsgs = head + fell
     if v == "xid79-154" or "k8s" in v:
-        kmsgs.append(
-            xid_line(
-                ctx,
-                local,
-                154,
-                "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
-                pid,
-            )
-        )
+        kmsgs.append(recovery_action(ctx, local, pid, "0x2 (Node Reboot Required)"))
     death = watchdog_cuda_abort(ctx, rank, t_err, "unspecified launch failure")
     return kmsgs, death
 
@@ -83,13 +76,7 @@ def _gpu_xid64_row_remap(
             64,
             f"Row Remapper Error: (0x{_hex(rng, 16)}) - All reserved rows for bank are remapped",
         ),
-        xid_line(
-            ctx,
-            local,
-            154,
-            "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
-            pid,
-        ),
+        recovery_action(ctx, local, pid, "0x1 (GPU Reset Required)"),
     ]
     death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered", "forward")
     return kmsgs, death
@@ -146,13 +133,7 @@ def _gpu_xid95_drain(
 ) -> tuple[list[str], Death]:
     kmsgs = head + [
         xid_line(ctx, local, 95, "Uncontained: FBHUB. RST: Yes, D-RST: No", pid),
-        xid_line(
-            ctx,
-            local,
-            154,
-            "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
-            pid,
-        ),
+        recovery_action(ctx, local, pid, "0x4 (Drain and Reset)"),
     ]
     death = cuda_error(ctx, rank, t_err, "uncorrectable ECC error encountered")
     return kmsgs, death
