@@ -11,27 +11,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-ROOT = Path(".")  # set by render()
-R = random.Random(7)
+from .helpers import Kit
 
-
-def w(b, rel, text):
-    p = ROOT / b / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text if text.endswith("\n") else text + "\n")
-
-
-def fresh(b, expected):
-    d = ROOT / b
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    w(b, "expected.txt", expected)
+K = Kit(7)  # the output folder is set by render()
+R = K.rng
+w, fresh, incident = K.w, K.fresh_text, K.incident
 
 
 def glog(lvl, t, src="ProcessGroupNCCL.cpp:607"):
     # c10 glog: E0501 10:22:05.123456789 (local time, no year)
-    return f"{lvl}{t:%m%d %H:%M:%S}.{t.microsecond:06d}{R.randint(100, 999)} {src}"
+    return K.glog(lvl, t, src)
 
 
 def watchdog(prefix, rank, t, seq, op="ALLREDUCE", numel=262144000, pg="PG ID 0 PG GUID 0(default_pg) "):
@@ -120,13 +109,6 @@ def sacct(job, name, state, code, nodes, start, end, steps_state="FAILED", step_
         f"{job}.extern|extern|COMPLETED|0:0||{nodes}|{start:{f}}|{end:{f}}|{e}",
         f"{job}.0|torchrun|{steps_state}|{step_code}||{nodes}|{start + timedelta(seconds=4):{f}}|{end:{f}}|{e}",
     ])
-
-
-def incident(b, job, start, end, tz=None, q=None):
-    s = f'question: "{q or f"why did job {job} fail?"}"\njob: "{job}"\nwindow:\n  start: "{start:%Y-%m-%dT%H:%M:%S}"\n  end: "{end:%Y-%m-%dT%H:%M:%S}"\n'
-    if tz:
-        s += f"timezone: {tz}\n"
-    w(b, "incident.yaml", s)
 
 
 def kern_boot_noise(host_fmt, t, n=5):
@@ -601,8 +583,8 @@ def b12():
 
 def render(out: Path) -> None:
     """Write every scenario bundle (each with expected.txt) under `out`."""
-    global ROOT, R
-    ROOT, R = out, random.Random(7)
+    global R
+    _, R = K.start(out, 7)
     for fn in (b01, b02, b03, b04, b05, b06, b07, b08, b09, b10, b11, b12):
         fn()
 

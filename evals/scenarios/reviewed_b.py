@@ -8,25 +8,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-ROOT = Path("."); R = random.Random(11); UTC = timezone.utc  # ROOT set by render()
+from .helpers import Kit
 
-def w(b, rel, text, gz=False):
-    p = ROOT / b / rel; p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, list): text = "\n".join(text)
-    if isinstance(text, dict): text = json.dumps(text, indent=2)
-    text = text if text.endswith("\n") else text + "\n"
-    if gz:
-        with gzip.open(p, "wt") as f: f.write(text)
-    else: p.write_text(text)
+UTC = timezone.utc
+K = Kit(11, glog="tid")  # the output folder is set by render()
+ROOT, R = K.root, K.rng
+w, glog = K.w, K.glog
+
 
 def fresh(b, exp):
-    d = ROOT / b
-    if d.exists(): shutil.rmtree(d)
-    d.mkdir(parents=True); (ROOT / f"{b}.expected.txt").write_text(exp + "\n")
-    w(b, "expected.txt", exp)
+    K.fresh_text(b, exp, beside=True)
 
 def iso(t): return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-def glog(l, t, src="ProcessGroupNCCL.cpp:1590"): return f"{l}{t:%m%d %H:%M:%S}.{t.microsecond:06d} {R.randint(100000,999999)} {src}"
 def pylog(t, lvl, msg, ms_sep=","): return f"{t:%Y-%m-%d %H:%M:%S}{ms_sep}{t.microsecond//1000:03d} - {lvl} - train - {msg}"
 
 def nccl_init(host, pid, rank, n, dev):
@@ -517,7 +510,7 @@ def g02():
 def render(out: Path) -> None:
     """Write every scenario bundle (each with expected.txt) under `out`."""
     global ROOT, R
-    ROOT, R = out, random.Random(11)
+    ROOT, R = K.start(out, 11)
     for f in (g02, k01, k02, s01, s02, t01, f01, g01, x01, n01, w01, p01, k03):
         f()
     # control for f01: identical bundle, question says "hang" instead of "stall"

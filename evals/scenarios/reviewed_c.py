@@ -6,81 +6,34 @@ import json, random, shutil, struct, zlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(".")
-R = random.Random(0)
-F = "%Y-%m-%dT%H:%M:%S"
+from .helpers import F, HDR, Kit, kernel_noise, sacct_rows
 
-
-def w(b, rel, text):
-    p = ROOT / b / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text if text.endswith("\n") else text + "\n")
-
-
-def fresh(b, cat, node, rank):
-    d = ROOT / b
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
-    w(b, "expected.txt", f"category: {cat}\nnode: {node}\nrank: {rank}\n")
-
-
-def incident(b, job, start, end, tz=None):
-    s = f'question: "why did job {job} fail?"\njob: "{job}"\nwindow:\n  start: "{start:{F}}"\n  end: "{end:{F}}"\n'
-    if tz:
-        s += f"timezone: {tz}\n"
-    w(b, "incident.yaml", s)
-
-
-def glog(l, t, src="ProcessGroupNCCL.cpp:1590"):
-    return f"{l}{t:%m%d %H:%M:%S}.{t.microsecond:06d}{R.randint(100,999)} {src}"
+K = Kit(0)
+ROOT, R = K.root, K.rng
+w, fresh, incident, glog = K.w, K.fresh, K.incident, K.glog
 
 
 def train(t0, n, every=60, step0=3000):
-    return [f"{t0 + timedelta(seconds=every*i):%Y-%m-%d %H:%M:%S},{R.randint(100,999)} - INFO - train - step {step0+i} | loss {2.1-i*0.003:.4f} | grad_norm 0.41 | tokens/s {R.randint(9000,9900)}" for i in range(n)]
+    return K.train(t0, n, every, step0, grad_norm=True)
 
 
 def nccl_init(host, pid, lr, rank, n, busid, net="IB"):
-    tid = pid + 61
-    if net == "IB":
-        netl = f"{host}:{pid}:{tid} [{lr}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB ib0:10.0.0.1<0>"
-    else:
-        netl = f"{host}:{pid}:{tid} [{lr}] NCCL INFO NET/Socket : Using [0]{net}"
-    return [netl, f"{host}:{pid}:{tid} [{lr}] NCCL INFO comm 0x{R.randint(1<<40,1<<44):x} rank {rank} nranks {n} cudaDev {lr} nvmlDev {lr} busId {busid} commId 0x5e1f00d - Init COMPLETE"]
+    return K.nccl_init(host, pid, lr, rank, n, busid, net, hcas=4)
+
+
+def wd(rank, t, seq, op="ALLREDUCE"):
+    return K.wd(rank, t, seq, op, prefix=f"[rank{rank}]:")
+
+
+def noise_k(fmt, t, n=4):
+    return kernel_noise(fmt, t, n)
 
 
 BUS = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"]
 
 
-def wd(rank, t, seq, op="ALLREDUCE"):
-    return [f"[rank{rank}]:[{glog('E', t)}] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600{R.randint(10,99)}3 milliseconds before timing out.",
-            f"[rank{rank}]:[{glog('E', t + timedelta(milliseconds=3), 'ProcessGroupNCCL.cpp:1632')}] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] To avoid data inconsistency, we are taking the entire process down."]
-
-
-def sacct_rows(job, name, state, code, nodes, start, end, step_state="FAILED", step_code="1:0", batch=None):
-    e = end - start
-    h, r = divmod(int(e.total_seconds()), 3600); m, s = divmod(r, 60)
-    el = f"{h:02d}:{m:02d}:{s:02d}"
-    return [f"{job}|{name}|{state}|{code}|0:0|{nodes}|{start:{F}}|{end:{F}}|{el}",
-            f"{job}.batch|batch|{step_state}|{step_code}||{batch}|{start:{F}}|{end:{F}}|{el}",
-            f"{job}.extern|extern|COMPLETED|0:0||{nodes}|{start:{F}}|{end:{F}}|{el}",
-            f"{job}.0|python|{step_state}|{step_code}||{nodes}|{start + timedelta(seconds=5):{F}}|{end:{F}}|{el}"]
-
-
-HDR = "JobID|JobName|State|ExitCode|DerivedExitCode|NodeList|Start|End|Elapsed"
-
-
 def kfmt(host):
     return lambda t, m: f"{t:%Y-%m-%dT%H:%M:%S},{t.microsecond:06d}+00:00 {host} kernel: {m}"
-
-
-def noise_k(fmt, t, n=4):
-    ms = ["mlx5_core 0000:0c:00.0 mlx5_0: Port: 1 Link ACTIVE", "hrtimer: interrupt took 30211 ns",
-          "nvidia-nvswitch3: open (major=508)", "IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready"]
-    return [fmt(t + timedelta(seconds=61 * i), ms[i % 4]) for i in range(n)]
 
 
 # --------------------------------------------------------------------------
@@ -560,7 +513,7 @@ def a13():  # 256 ranks, per-rank logs, Xid 79 on node 16 gpu busId ab000 -> lr 
 
 def render(out: Path) -> None:
     global ROOT, R
-    ROOT = Path(out); R = random.Random(1234)
+    ROOT, R = K.start(out, 1234)
     for f in (a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13):
         f()
 

@@ -1,0 +1,2 @@
+"""The slowdown suite's pieces: a seeded DDP job traced on every rank, its DCGM series and
+its recipes."""
