@@ -1,0 +1,213 @@
+"""`goodput fleet`: the ledger's failure verdicts over a period, turned into fleet accounting —
+GPU-hours lost by cause, nodes ranked by the failures attributed to them across different
+jobs, causes recurring per partition or account, and repeat offenders named only when a node
+fails significantly more often per GPU-hour than the rest of the fleet.
+
+Every aggregation is one DuckDB query over the ledger's tables (and the sacct history loaded
+beside them as temporary tables); Python only computes each node's Poisson tail and the
+correction over the per-node rows the SQL returns.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from goodput_agent.accounting.fleet_exposure import empty_history, load_sacct_history
+from goodput_agent.accounting.fleet_models import (
+    CauseLoss,
+    FleetReport,
+    GroupCause,
+    NodeFinding,
+    OffenderTest,
+)
+from goodput_agent.accounting.fleet_stats import benjamini_hochberg, bonferroni, poisson_sf
+from goodput_agent.ledger import Ledger
+from goodput_agent.report import CATEGORIES
+
+FAILURE_CAUSES = CATEGORIES["failure"]
+# the verdicts a node can be to blame for; an OOM, an application error, a time limit or a
+# preemption can name the node a rank ran on without the node being at fault
+NODE_CAUSES = ("gpu_hardware", "node_failure", "network_fault")
+# a bundle's folder as live collection names it: reports/slurm-job-<id>-<stamp>/bundle
+_JOB_KEY = r"(slurm-job-[0-9]+(?:_[0-9]+)?|k8s-[A-Za-z0-9_.-]+?)-[0-9]{8}T[0-9]{6,12}Z"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class OffenderRule(BaseModel):
+    alpha: float = 0.01
+    min_failures: int = 3
+    min_jobs: int = 2
+    correction: str = "benjamini-hochberg"  # or bonferroni
+
+
+_FAILURES = f"""
+CREATE OR REPLACE TEMP TABLE fleet_failures AS
+WITH inv AS (
+    SELECT i.id, i.target, i.created_at, c.category,
+           coalesce(nullif(regexp_extract(i.target, '{_JOB_KEY}', 1), ''), i.target) AS job,
+           row_number() OVER (PARTITION BY i.target ORDER BY i.created_at DESC, i.id DESC) AS nth
+    FROM investigations i JOIN conclusions c ON c.investigation_id = i.id
+    WHERE c.category IN (SELECT unnest($causes::VARCHAR[]))),
+jobs AS (
+    SELECT 'slurm-job-' || job_id AS job, max(end_at) AS end_at, any_value(partition) AS partition,
+           any_value(account) AS account,
+           sum(gpus * greatest(0, epoch(least(coalesce(end_at, $hi), $hi))
+                                  - epoch(greatest(start_at, $lo)))) / 3600.0 AS gpu_hours
+    FROM fleet_jobs GROUP BY job_id)
+SELECT inv.id, inv.target, inv.job, inv.category, jobs.partition, jobs.account,
+       jobs.gpu_hours / count(*) OVER (PARTITION BY inv.job) AS gpu_hours
+FROM inv LEFT JOIN jobs USING (job)
+WHERE inv.nth = 1 AND coalesce(jobs.end_at, inv.created_at) >= $lo
+  AND coalesce(jobs.end_at, inv.created_at) < $hi
+"""
+
+_CAUSES = """
+SELECT category, count(*) AS failures, count(DISTINCT job) AS jobs,
+       CASE WHEN count(gpu_hours) > 0 THEN sum(gpu_hours) END AS gpu_hours
+FROM fleet_failures GROUP BY category ORDER BY gpu_hours DESC NULLS LAST, failures DESC
+"""
+
+_GROUPS = """
+SELECT dimension, value, category, count(*) AS failures, count(DISTINCT job) AS jobs,
+       sum(gpu_hours) AS gpu_hours
+FROM (SELECT 'partition' AS dimension, partition AS value, * FROM fleet_failures
+      UNION ALL BY NAME
+      SELECT 'account' AS dimension, account AS value, * FROM fleet_failures)
+WHERE value IS NOT NULL
+GROUP BY dimension, value, category HAVING count(DISTINCT job) >= 2
+ORDER BY failures DESC, dimension, value, category
+"""
+
+# per node: failures whose verdict claim names it, with the evidence, and its exposure; the
+# fleet rate for each node is the rest of the fleet's (the node under test left out)
+_NODES = """
+WITH attributed AS (
+    SELECT DISTINCT f.id AS inv, f.job, f.category, cl.node, cl.supporting
+    FROM fleet_failures f JOIN claims cl ON cl.investigation_id = f.id
+    WHERE cl.node IS NOT NULL AND cl.category = f.category AND cl.status = 'supported'
+      AND f.category IN (SELECT unnest($node_causes::VARCHAR[]))),
+per_node AS (
+    SELECT node, count(DISTINCT inv) AS failures, count(DISTINCT job) AS jobs,
+           list(DISTINCT category ORDER BY category) AS categories,
+           list(DISTINCT inv ORDER BY inv) AS investigations
+    FROM attributed GROUP BY node),
+cited AS (
+    SELECT a.node, e.id, e.excerpt
+    FROM attributed a, unnest(CAST(a.supporting AS BIGINT[])) AS u(eid)
+    JOIN evidence e ON e.id = u.eid),
+per_node_evidence AS (
+    SELECT node, list(DISTINCT id ORDER BY id) AS evidence_ids,
+           list(DISTINCT nullif(regexp_extract(excerpt, 'Xid \\(.*?\\): ([0-9]+)', 1), ''))
+               FILTER (WHERE excerpt LIKE '%Xid%') AS xids
+    FROM cited GROUP BY node),
+exposure AS (
+    SELECT n.node, sum(n.gpus_here * greatest(0, epoch(least(coalesce(j.end_at, $hi), $hi))
+                                             - epoch(greatest(j.start_at, $lo)))) / 3600.0
+           AS gpu_h
+    FROM fleet_job_nodes n JOIN fleet_jobs j USING (attempt) GROUP BY n.node),
+joined AS (
+    SELECT coalesce(p.node, x.node) AS node, coalesce(p.failures, 0) AS failures,
+           coalesce(p.jobs, 0) AS jobs, p.categories, p.investigations, x.gpu_h
+    FROM per_node p FULL OUTER JOIN exposure x ON x.node = p.node),
+fleet AS (
+    SELECT sum(failures) FILTER (WHERE gpu_h > 0) AS f_all, sum(gpu_h) FILTER (WHERE gpu_h > 0)
+           AS e_all
+    FROM joined)
+SELECT j.*, ev.evidence_ids, ev.xids, fleet.f_all, fleet.e_all,
+       CASE WHEN j.gpu_h > 0 AND fleet.e_all - j.gpu_h > 0
+            THEN (fleet.f_all - j.failures) / (fleet.e_all - j.gpu_h) END AS rest_rate
+FROM joined j CROSS JOIN fleet LEFT JOIN per_node_evidence ev ON ev.node = j.node
+"""
+
+
+def _window(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
+    return since or EPOCH, until or datetime.now(UTC)
+
+
+def _finding(row: dict[str, Any]) -> NodeFinding:
+    gpu_h, rest = row["gpu_h"], row["rest_rate"]
+    return NodeFinding(
+        node=row["node"], failures=row["failures"], jobs=row["jobs"],
+        categories=row["categories"] or [], xids=sorted(x for x in row["xids"] or [] if x),
+        investigations=row["investigations"] or [], evidence_ids=row["evidence_ids"] or [],
+        exposure_gpu_h=gpu_h,
+        rate_per_1k_gpu_h=1000 * row["failures"] / gpu_h if gpu_h else None,
+        fleet_rate_per_1k_gpu_h=1000 * rest if rest is not None else None,
+        expected=rest * gpu_h if rest is not None and gpu_h else None)
+
+
+def _test(findings: list[NodeFinding], rule: OffenderRule) -> list[NodeFinding]:
+    """Exact one-sided Poisson test per exposed node, corrected over all of them."""
+    tested = [f for f in findings if f.expected is not None]
+    for f in tested:
+        f.p_value = poisson_sf(f.failures, f.expected or 0.0)
+    ps = [f.p_value or 1.0 for f in tested]
+    adjusted = bonferroni(ps) if rule.correction == "bonferroni" else benjamini_hochberg(ps)
+    for f, q in zip(tested, adjusted, strict=True):
+        f.adjusted_p = q
+        f.named, f.why_not = _verdict(f, rule)
+    for f in findings:
+        if f.expected is None and f.failures:
+            f.why_not = "no exposure in the sacct history" if f.exposure_gpu_h is None else \
+                "no GPU-hours of exposure in the period"
+    return tested
+
+
+def _verdict(f: NodeFinding, rule: OffenderRule) -> tuple[bool, str | None]:
+    if f.failures < rule.min_failures or f.jobs < rule.min_jobs:
+        return False, (f"below the minimum ({rule.min_failures} failures on {rule.min_jobs} "
+                       "different jobs)") if f.failures else None
+    if (f.adjusted_p or 1.0) >= rule.alpha:
+        return False, f"not significant (adjusted p {f.adjusted_p:.3g} >= {rule.alpha:g})"
+    return True, None
+
+
+def fleet_report(ledger: Ledger, since: datetime | None = None, until: datetime | None = None,
+                 sacct: Path | None = None, rule: OffenderRule | None = None) -> FleetReport:
+    rule = rule or OffenderRule()
+    lo, hi = _window(since, until)
+    con = ledger.con
+    sacct_jobs = 0
+    if sacct:
+        sacct_jobs = load_sacct_history(con, sacct)
+    else:
+        empty_history(con)
+    params = {"lo": lo, "hi": hi}
+    con.execute(_FAILURES, {**params, "causes": list(FAILURE_CAUSES)})
+    causes = [CauseLoss(**r) for r in ledger.rows(_CAUSES)]
+    groups = [GroupCause(**r) for r in ledger.rows(_GROUPS)]
+    rows = _rows(ledger, _NODES, {**params, "node_causes": list(NODE_CAUSES)})
+    findings = [_finding(r) for r in rows]
+    tested = _test(findings, rule) if sacct else []
+    shown = sorted((f for f in findings if f.failures), key=lambda f: (
+        not f.named, -f.jobs, -f.failures, f.adjusted_p if f.adjusted_p is not None else 2.0,
+        f.node))
+    f_all = rows[0]["f_all"] if rows else 0
+    e_all = rows[0]["e_all"] if rows else 0.0
+    test = OffenderTest(
+        method="one-sided exact Poisson test of the node's attributed failures against "
+               "expected = (rest of the fleet's failures per GPU-hour) x node's GPU-hours",
+        alpha=rule.alpha, correction=rule.correction, min_failures=rule.min_failures,
+        min_jobs=rule.min_jobs, nodes_tested=len(tested), fleet_failures=int(f_all or 0),
+        fleet_exposure_gpu_h=float(e_all or 0.0),
+        fleet_rate_per_1k_gpu_h=1000 * f_all / e_all if e_all else None,
+        node_causes=list(NODE_CAUSES)) if sacct else None
+    notes = [] if sacct else [
+        "no sacct history (--sacct FILE or --slurm): GPU-hours and exposure are unknown, so "
+        "no node is named a repeat offender; nodes are ranked by attributed failures only"]
+    return FleetReport(
+        since=since, until=hi, ledger=str(ledger.path), exposure_source=str(sacct) if sacct
+        else None, sacct_jobs=sacct_jobs,
+        investigations=int(con.execute("SELECT count(*) FROM fleet_failures").fetchone()[0]),
+        causes=causes, nodes=shown, groups=groups, test=test,
+        offenders=[f.node for f in shown if f.named], notes=notes)
+
+
+def _rows(ledger: Ledger, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    cur = ledger.con.execute(sql, params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
