@@ -51,7 +51,7 @@ WITH inv AS (
            coalesce(nullif(regexp_extract(i.target, '{_JOB_KEY}', 1), ''), i.target) AS job,
            row_number() OVER (PARTITION BY i.target ORDER BY i.created_at DESC, i.id DESC) AS nth
     FROM investigations i JOIN conclusions c ON c.investigation_id = i.id
-    WHERE c.category IN (SELECT unnest($causes::VARCHAR[]))),
+    WHERE c.category IN (SELECT unnest($causes::VARCHAR[])) AND i.planner <> 'fleet'),
 jobs AS (
     SELECT 'slurm-job-' || job_id AS job, max(end_at) AS end_at, any_value(partition) AS partition,
            any_value(account) AS account,
@@ -159,10 +159,9 @@ def _test(findings: list[NodeFinding], rule: OffenderRule) -> list[NodeFinding]:
 
 def _verdict(f: NodeFinding, rule: OffenderRule) -> tuple[bool, str | None]:
     if f.failures < rule.min_failures or f.jobs < rule.min_jobs:
-        return False, (f"below the minimum ({rule.min_failures} failures on {rule.min_jobs} "
-                       "different jobs)") if f.failures else None
+        return False, "below the minimum count" if f.failures else None
     if (f.adjusted_p or 1.0) >= rule.alpha:
-        return False, f"not significant (adjusted p {f.adjusted_p:.3g} >= {rule.alpha:g})"
+        return False, f"not significant at {rule.alpha:g}"
     return True, None
 
 

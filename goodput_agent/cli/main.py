@@ -22,6 +22,7 @@ from goodput_agent.cli.actions import (
     verify_cmd,
 )
 from goodput_agent.cli.chat import chat, claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli.fleet import fleet_cmd
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.live import collect_cmd
 from goodput_agent.cli.node import node_health
@@ -358,6 +359,7 @@ cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
 cli.add_command(node_health)
+cli.add_command(fleet_cmd)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
     cli.add_command(_cmd)
 
