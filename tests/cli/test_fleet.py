@@ -1,0 +1,52 @@
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from goodput_agent.cli.main import cli
+from goodput_agent.ledger import Ledger
+from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
+
+EVIL = "gpu\x1b]8;;http://x\x1b\\[red]boom[/red]\u202e01"
+
+
+def _ledger(tmp_path: Path) -> tuple[Path, Path]:
+    path = tmp_path / "l.duckdb"
+    with Ledger(path) as ledger:
+        for job in ("11", "12"):
+            record_failure(ledger, job, "gpu_hardware", EVIL)
+    recent = (datetime.now(UTC) - datetime(2026, 11, 1, tzinfo=UTC)) / timedelta(hours=1) - 48
+    sacct = write_sacct(tmp_path / "s.txt", [sacct_row("11", "gpu01", 8, recent, 2),
+                                             sacct_row("12", "gpu02", 8, recent, 2)])
+    return path, sacct
+
+
+def test_fleet_json(tmp_path: Path) -> None:
+    path, sacct = _ledger(tmp_path)
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--sacct", str(sacct),
+                                   "--since", "7d", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["schema"] == "goodput.fleet/v1"
+    assert data["causes"][0]["category"] == "gpu_hardware"
+    assert data["causes"][0]["gpu_hours"] == 32
+    assert data["nodes"][0]["node"] == EVIL  # the same value, escaped only as JSON text
+    assert "\u202e" not in out.output
+
+
+def test_untrusted_node_names_are_shown_escaped(tmp_path: Path) -> None:
+    path, sacct = _ledger(tmp_path)
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--sacct", str(sacct)],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "\x1b" not in out.output and "\u202e" not in out.output
+    assert "\\x1b" in out.output and "[red]boom" in out.output  # markup printed literally
+
+
+def test_bad_period_and_missing_ledger_are_one_line(tmp_path: Path) -> None:
+    path, _ = _ledger(tmp_path)
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--since", "yesterday"])
+    assert out.exit_code == 2 and "--since" in out.output and "Traceback" not in out.output
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(tmp_path / "none.duckdb")])
+    assert out.exit_code == 2 and "none.duckdb" in out.output
