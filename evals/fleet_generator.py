@@ -48,6 +48,7 @@ class FleetPlan(BaseModel):
 
 class FleetTruth(BaseModel):
     offenders: list[str]
+    multipliers: dict[str, float]  # each offender's failure rate over the fleet's
     busy: list[str]
     badput_gpu_h: dict[str, float]  # GPU-hours of failed jobs by planted cause
     failures: dict[str, int]
@@ -197,5 +198,6 @@ def generate_fleet(out: Path, plan: FleetPlan | None = None) -> FleetTruth:
         badput[j.cause] = badput.get(j.cause, 0.0) + j.hours * len(j.nodes) * GPUS_PER_NODE
         counts[j.cause] = counts.get(j.cause, 0) + 1
     busy = [n for n in names if weight[n] > 1.0]
-    return FleetTruth(offenders=sorted(offenders), busy=busy, badput_gpu_h=badput,
+    mult = dict(zip(offenders, plan.offender_multipliers, strict=True))
+    return FleetTruth(offenders=sorted(offenders), multipliers=mult, busy=busy, badput_gpu_h=badput,
                       failures=counts, jobs=len(jobs), ledger=str(ledger_path), sacct=str(sacct))

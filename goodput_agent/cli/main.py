@@ -311,8 +311,9 @@ def schema_report() -> None:
 @click.option("--cases", type=click.Path(path_type=Path), default=None,
               help="Folder of generated cases (default: the shipped suites).")
 @click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "independent",
-                                            "all"]), default="all", show_default=True,
-              help="Which suite to score (independent: generated held-out cases, not in all).")
+                                            "fleet", "all"]), default="all", show_default=True,
+              help="Which suite to score (independent: generated held-out cases; fleet: a "
+                   "generated fleet history, about 10 s; neither in all).")
 @_with(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
@@ -321,6 +322,9 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
     claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
+    if suite == "fleet":
+        _eval_fleet(as_json)
+        return
     if planner in ("claude", "openai-compatible"):
         eval_with_claude(cases, suite, as_json, claude_flags, planner)
         return
@@ -334,6 +338,17 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
     for name, scores in results.items():
         TerminalConsole().rule(name)
         render_scores(scores, TerminalConsole())
+
+
+def _eval_fleet(as_json: bool) -> None:
+    from goodput_agent.evals.fleet_scorer import render_fleet_scores, score_fleet
+
+    scores = score_fleet()
+    if as_json:
+        click.echo(json.dumps({"fleet": scores.model_dump()}, indent=2))
+        return
+    TerminalConsole().rule("fleet")
+    render_fleet_scores(scores, TerminalConsole())
 
 
 @cli.command("tools")
