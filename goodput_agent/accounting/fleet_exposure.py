@@ -25,21 +25,22 @@ NEEDED = ("jobid", "nodelist", "alloctres", "start", "end")
 _TIME = "TRY_CAST(nullif(nullif(\"{col}\", 'Unknown'), 'None') AS TIMESTAMP)"
 
 
-def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+def _columns(path: Path) -> list[str]:
     try:
-        cur = con.execute("SELECT * FROM read_csv(?, delim='|', header=true, all_varchar=true, "
-                          "quote='', escape='', null_padding=true) LIMIT 0", [str(path)])
-    except duckdb.Error as exc:
-        raise BadInput(f"{path}: not a sacct -P history: {str(exc).splitlines()[0]}") from None
-    return [d[0] for d in cur.description]
+        with path.open(encoding="utf-8", errors="replace") as f:
+            header = f.readline()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the sacct history: {exc.strerror}") from None
+    return [c.strip() for c in header.rstrip("\n").split("|")]
 
 
 def load_sacct_history(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Tables `fleet_jobs` (one row per sacct row) and `fleet_job_nodes` (job × node with the
-    GPUs it held there) on this connection; returns the number of sacct rows."""
+    """Tables `fleet_jobs` (one row per sacct row) and `fleet_nodelists` (each node list's
+    hosts, with the share of the job's GPUs on each) on this connection; returns the number
+    of sacct rows."""
     if not path.is_file():
         raise BadInput(f"{path}: no such sacct history file")
-    columns = _columns(con, path)
+    columns = _columns(path)
     by_lower = {c.lower(): c for c in columns}
     missing = [c for c in NEEDED if c not in by_lower]
     if missing:
@@ -50,12 +51,12 @@ def load_sacct_history(con: duckdb.DuckDBPyConnection, path: Path) -> int:
         real = by_lower.get(name)
         return f'"{real}"' if real else "NULL"
 
-    con.execute(f"""
+    sql = f"""
         CREATE OR REPLACE TEMP TABLE fleet_jobs AS
-        SELECT row_number() OVER () AS attempt, trim({col('jobid')}) AS job_id,
+        SELECT trim({col('jobid')}) AS job_id,
                trim({col('nodelist')}) AS nodelist,
-               coalesce(TRY_CAST(regexp_extract({col('alloctres')}, 'gres/gpu=([0-9]+)', 1)
-                                 AS INTEGER), 0) AS gpus,
+               coalesce(TRY_CAST(split_part(split_part({col('alloctres')}, 'gres/gpu=', 2),
+                                            ',', 1) AS INTEGER), 0) AS gpus,
                timezone('UTC', {_TIME.format(col=by_lower['start'])}) AS start_at,
                timezone('UTC', {_TIME.format(col=by_lower['end'])}) AS end_at,
                nullif(trim({col('partition')}), '') AS partition,
@@ -64,29 +65,28 @@ def load_sacct_history(con: duckdb.DuckDBPyConnection, path: Path) -> int:
         FROM read_csv(?, delim='|', header=true, all_varchar=true, quote='', escape='',
                       null_padding=true)
         WHERE {col('jobid')} IS NOT NULL AND NOT contains({col('jobid')}, '.')
-    """, [str(path)])
+    """
+    try:
+        con.execute(sql, [str(path)])
+    except duckdb.Error as exc:
+        raise BadInput(f"{path}: not a sacct -P history: {str(exc).splitlines()[0]}") from None
     lists = [r[0] for r in con.execute(
         "SELECT DISTINCT nodelist FROM fleet_jobs WHERE nodelist IS NOT NULL").fetchall()]
     pairs = [(text, node) for text in lists for node in nodes_of(text)]
-    con.execute("CREATE OR REPLACE TEMP TABLE fleet_nodelists AS SELECT unnest(?::VARCHAR[]) "
-                "AS nodelist, unnest(?::VARCHAR[]) AS node",
+    con.execute("CREATE OR REPLACE TEMP TABLE fleet_nodelists AS SELECT nodelist, node, "
+                "1.0 / count(*) OVER (PARTITION BY nodelist) AS share FROM (SELECT "
+                "unnest(?::VARCHAR[]) AS nodelist, unnest(?::VARCHAR[]) AS node)",
                 [[p[0] for p in pairs], [p[1] for p in pairs]])
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE fleet_job_nodes AS
-        SELECT j.attempt, j.job_id, n.node,
-               j.gpus / count(*) OVER (PARTITION BY j.attempt) AS gpus_here
-        FROM fleet_jobs j JOIN fleet_nodelists n USING (nodelist)
-    """)
     return int(con.execute("SELECT count(*) FROM fleet_jobs").fetchone()[0])
 
 
 def empty_history(con: duckdb.DuckDBPyConnection) -> None:
     """The same tables, empty: without sacct the report says what it cannot know."""
-    con.execute("CREATE OR REPLACE TEMP TABLE fleet_jobs (attempt BIGINT, job_id VARCHAR, "
-                "nodelist VARCHAR, gpus INTEGER, start_at TIMESTAMPTZ, end_at TIMESTAMPTZ, "
-                "partition VARCHAR, account VARCHAR, state VARCHAR)")
-    con.execute("CREATE OR REPLACE TEMP TABLE fleet_job_nodes (attempt BIGINT, job_id VARCHAR, "
-                "node VARCHAR, gpus_here DOUBLE)")
+    con.execute("CREATE OR REPLACE TEMP TABLE fleet_jobs (job_id VARCHAR, nodelist VARCHAR, "
+                "gpus INTEGER, start_at TIMESTAMPTZ, end_at TIMESTAMPTZ, partition VARCHAR, "
+                "account VARCHAR, state VARCHAR)")
+    con.execute("CREATE OR REPLACE TEMP TABLE fleet_nodelists (nodelist VARCHAR, node VARCHAR, "
+                "share DOUBLE)")
 
 
 def sacct_live(since: datetime | None, until: datetime | None, timeout_s: float = 120.0
