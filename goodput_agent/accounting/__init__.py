@@ -1,1 +1,1 @@
-"""Accounting: where a job's or a fleet's GPU-hours went, by diagnosed cause."""
+"""Goodput accounting: where a job's (and a fleet's) GPU-hours went, by diagnosed cause."""

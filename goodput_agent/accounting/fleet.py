@@ -32,11 +32,12 @@ FAILURE_CAUSES = CATEGORIES["failure"]
 # the verdicts a node can be to blame for; an OOM, an application error, a time limit or a
 # preemption can name the node a rank ran on without the node being at fault
 NODE_CAUSES = ("gpu_hardware", "node_failure", "network_fault")
-# a bundle's folder as live collection names it: reports/slurm-job-<id>-<stamp>/bundle,
-# reports/k8s-<label>-<stamp>/bundle (the job is the folder without its stamp)
+# the job an investigated folder is about. Live collection names it
+# reports/slurm-job-<id>-<stamp>/bundle or reports/k8s-<label>-<stamp>/bundle, and `goodput
+# account` accounts/<job key>-attempt-<n>/: the job is the folder without that suffix
 _SLURM_KEY = r"slurm-job-([0-9]+(?:_[0-9]+)?)"
-_K8S_KEY = r"k8s-[^/]+"
-_STAMP = r"-[0-9]{8}T[0-9]{6,12}Z$"
+_FOLDER = r"/(?:reports|accounts)/([^/]+)"
+_SUFFIX = r"-(?:[0-9]{8}T[0-9]{6,12}Z|attempt-[0-9]+)$"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -68,9 +69,10 @@ WITH latest AS (
 inv AS (
     SELECT *, nullif(regexp_extract(target, '{_SLURM_KEY}', 1), '') AS slurm_id,
            coalesce(nullif(regexp_extract(target, '{_SLURM_KEY}', 0), ''),
-                       CASE WHEN contains(target, '/k8s-') THEN regexp_replace(
-                           regexp_extract(target, '{_K8S_KEY}', 0), '{_STAMP}', '') END,
-                       target) AS job
+                    CASE WHEN contains(target, '/reports/') OR contains(target, '/accounts/')
+                         THEN nullif(regexp_replace(regexp_extract(target, '{_FOLDER}', 1),
+                                                    '{_SUFFIX}', ''), '') END,
+                    target) AS job
     FROM latest WHERE category IN (SELECT unnest($causes::VARCHAR[]))),
 jobs AS (  -- only the failed jobs' sacct rows
     SELECT job_id AS slurm_id, max(end_at) AS end_at, any_value(partition) AS partition,

@@ -134,3 +134,18 @@ def test_failures_of_one_job_are_below_the_minimum(tmp_path: Path) -> None:
     assert (bad.failures, bad.jobs, bad.named) == (3, 1, False)
     assert bad.why_not == "below the minimum count"
     assert strict.offenders == ["gpu99"]  # the same numbers pass when one job is enough
+
+
+def test_attempts_and_reinvestigations_of_one_job_are_one_job(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        for target in ("/l/accounts/slurm-job-77-attempt-1", "/l/accounts/slurm-job-77-attempt-2",
+                       "/l/reports/k8s-train-llama-20261101T000000123456Z/bundle",
+                       "/l/accounts/k8s-train-llama-attempt-1", "/l/accounts/job-9-attempt-1",
+                       "/l/accounts/job-9-attempt-2", "/elsewhere/bundle-a"):
+            inv = ledger.start_investigation("q", "failure", target, "offline", "t")
+            ev = ledger.record_evidence(inv, None, "kern.log", "kern.log:1", "x", None)
+            ledger.record_claim(inv, "s", "node_failure", 0.9, "supported", [ev], [],
+                                node="gpu01")
+            ledger.record_conclusion(inv, "node_failure", 0.9, 0, "{}")
+        r = fleet_report(ledger)
+    assert (r.nodes[0].failures, r.nodes[0].jobs) == (7, 4)  # slurm 77, k8s llama, job-9, a
