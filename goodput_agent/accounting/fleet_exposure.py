@@ -9,6 +9,7 @@ SQL does the rest: GPUs per node from AllocTRES, hours from Start/End clipped to
 
 from __future__ import annotations
 
+import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +21,9 @@ from goodput_agent.parsing.slurm import nodes_of
 
 SACCT_HISTORY_FIELDS = "JobID,NodeList,AllocTRES,Elapsed,Start,End,Partition,Account,State"
 NEEDED = ("jobid", "nodelist", "alloctres", "start", "end")
-# sacct prints Start/End in the controller's local time without a zone; they are read as UTC
-# (what `goodput fleet --slurm` asks for with SLURM_TIME_FORMAT unset on a UTC controller)
+# sacct prints Start/End in its process's local time without a zone; they are read as UTC,
+# which is what `goodput fleet --slurm` asks sacct for (TZ=UTC) — a saved history should be
+# written the same way (TZ=UTC sacct ...)
 _TIME = "TRY_CAST(nullif(nullif(\"{col}\", 'Unknown'), 'None') AS TIMESTAMP)"
 
 
@@ -102,7 +104,8 @@ def sacct_live(since: datetime | None, until: datetime | None, timeout_s: float 
     if until:
         argv += ["-E", until.strftime("%Y-%m-%dT%H:%M:%S")]
     try:
-        text, _ = SlurmCLI(timeout_s=timeout_s).call(argv)
+        # TZ=UTC: sacct reads -S/-E and prints Start/End in UTC, as the history is read
+        text, _ = SlurmCLI(env={**os.environ, "TZ": "UTC"}, timeout_s=timeout_s).call(argv)
     except SourceError as exc:
         raise BadInput(f"sacct: {exc.message}") from None
     with tempfile.NamedTemporaryFile("w", suffix=".sacct.txt", delete=False) as f:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from goodput_agent.accounting.fleet_exposure import SACCT_HISTORY_FIELDS
 from goodput_agent.cli.main import cli
 from goodput_agent.ledger import Ledger
 from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
@@ -50,3 +51,46 @@ def test_bad_period_and_missing_ledger_are_one_line(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "--since" in out.output and "Traceback" not in out.output
     out = CliRunner().invoke(cli, ["fleet", "--ledger", str(tmp_path / "none.duckdb")])
     assert out.exit_code == 2 and "none.duckdb" in out.output
+
+
+def _offenders(tmp_path: Path) -> tuple[Path, Path]:
+    path = tmp_path / "o.duckdb"
+    start = (datetime.now(UTC) - datetime(2026, 11, 1, tzinfo=UTC)) / timedelta(hours=1) - 300
+    rows = [sacct_row(str(100 + i), f"gpu{i:02d}", 8, start + i, 100) for i in range(30)]
+    with Ledger(path) as ledger:
+        record_failure(ledger, "100", "node_failure", "gpu00")
+        for k in range(4):
+            rows.append(sacct_row(str(500 + k), "gpu99", 8, start + k, 5))
+            record_failure(ledger, str(500 + k), "gpu_hardware", "gpu99")
+    return path, write_sacct(tmp_path / "o.txt", rows)
+
+
+def test_propose_drains_records_proposals_only(tmp_path: Path) -> None:
+    path, sacct = _offenders(tmp_path)
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--sacct", str(sacct),
+                                   "--propose-drains", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["offenders"] == ["gpu99"]
+    assert [(p["node"], p["status"]) for p in data["proposals"]] == [("gpu99", "proposed")]
+    with Ledger(path, read_only=True) as ledger:
+        assert ledger.rows("SELECT count(*) AS n FROM action_events")[0]["n"] == 0
+
+
+def test_live_sacct_is_asked_for_the_period(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    path, sacct = _offenders(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    argv_file = tmp_path / "argv"
+    fake = bin_dir / "sacct"
+    fake.write_text(f"#!/bin/sh\necho \"$TZ $@\" > {argv_file}\ncat {sacct}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--slurm", "--since", "60d",
+                                   "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["offenders"] == ["gpu99"]
+    asked = argv_file.read_text().split()
+    assert asked[:5] == ["UTC", "-a", "-X", "-P", f"--format={SACCT_HISTORY_FIELDS}"]
+    since = datetime.fromisoformat(asked[asked.index("-S") + 1]).replace(tzinfo=UTC)
+    assert abs(datetime.now(UTC) - timedelta(days=60) - since) < timedelta(minutes=5)
