@@ -17,19 +17,37 @@ from goodput_agent.untrusted import json_text, markup
 TOP_NODES = 20
 
 
-def _when(text: str | None, flag: str):  # noqa: ANN202 - a datetime or None
+def _period(since_text: str | None, until_text: str | None):  # noqa: ANN202 - (start, end)
+    """--since: a duration back (30d) or a window (START/END, which also sets the end);
+    --until: an ISO 8601 time or a duration ago (2d). Either may be missing."""
     from goodput_agent.timespec import looking_back
 
-    if not text:
-        return None
+    since = until = None
+    if since_text:
+        try:
+            window = looking_back(since_text)
+        except BadInput as exc:
+            raise BadInput(f"--since: {exc}") from None
+        since = window.start
+        until = None if _is_duration(since_text) else window.end
+    if until_text:
+        until = _instant(until_text)
+    if since and until and until <= since:
+        raise BadInput("--until: the period ends before it starts")
+    return since, until
+
+
+def _is_duration(text: str) -> bool:
+    from goodput_agent.timespec import parse_duration
+
     try:
-        return looking_back(text).start if flag == "--since" else _instant(text)
-    except BadInput as exc:
-        raise BadInput(f"{flag}: {exc}") from None
+        parse_duration(text)
+    except BadInput:
+        return False
+    return True
 
 
 def _instant(text: str):  # noqa: ANN202 - a datetime
-    """--until: an ISO 8601 time, or a duration ago (2d: two days ago)."""
     from datetime import UTC, datetime
 
     from goodput_agent.timespec import parse_duration
@@ -37,10 +55,12 @@ def _instant(text: str):  # noqa: ANN202 - a datetime
     try:
         return datetime.now(UTC) - parse_duration(text)
     except BadInput:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00")) if text[:1].isdigit() else None
-        if dt is None:
-            raise BadInput(f"{text!r}: not a time (write an ISO 8601 time or 2d)") from None
-        return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+        pass
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"--until: {text!r}: not a time (write an ISO 8601 time or 2d)") from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _hours(v: float | None) -> str:
@@ -142,9 +162,7 @@ def fleet_cmd(ledger_path: Path | None, since_text: str | None, until_text: str 
 
     if live and sacct_path:
         raise click.UsageError("give --sacct FILE or --slurm, not both")
-    since, until = _when(since_text, "--since"), _when(until_text, "--until")
-    if since and until and until <= since:
-        raise BadInput("--until: the period ends before it starts")
+    since, until = _period(since_text, until_text)
     path = _ledger_path(ledger_path)
     if live:
         sacct_path = sacct_live(since, until)

@@ -94,3 +94,14 @@ def test_live_sacct_is_asked_for_the_period(tmp_path: Path, monkeypatch) -> None
     assert asked[:5] == ["UTC", "-a", "-X", "-P", f"--format={SACCT_HISTORY_FIELDS}"]
     since = datetime.fromisoformat(asked[asked.index("-S") + 1]).replace(tzinfo=UTC)
     assert abs(datetime.now(UTC) - timedelta(days=60) - since) < timedelta(minutes=5)
+
+
+def test_period_forms(tmp_path: Path) -> None:
+    path, sacct = _offenders(tmp_path)
+    base = ["fleet", "--ledger", str(path), "--sacct", str(sacct), "--json"]
+    window = CliRunner().invoke(cli, [*base, "--since", "2026-01-01T00:00Z/2026-02-01T00:00Z"])
+    assert window.exit_code == 0 and json.loads(window.output)["until"].startswith("2026-02-01")
+    bad = CliRunner().invoke(cli, [*base, "--until", "2026-13-40"])
+    assert bad.exit_code == 2 and "--until" in bad.output and "Traceback" not in bad.output
+    backwards = CliRunner().invoke(cli, [*base, "--since", "1d", "--until", "3d"])
+    assert backwards.exit_code == 2 and "ends before it starts" in backwards.output
