@@ -44,6 +44,9 @@ class FleetScores(BaseModel):
     precision: float
     recall: float
     busy_named: list[str]  # healthy busy nodes wrongly named
+    # healthy nodes a count threshold alone (>= 3 failures on >= 2 jobs) would have named
+    healthy_over_minimum: int
+    healthy_with_failures: int  # healthy nodes with at least one (coincidental) failure
     missed: list[Missed]
     baseline: str = BASELINE
     baseline_precision: float
@@ -87,6 +90,9 @@ def score_fleet(plan: FleetPlan | None = None, workdir: Path | None = None) -> F
         jobs=truth.jobs, nodes=plan.nodes, planted=sorted(planted), named=sorted(named),
         precision=precision, recall=recall, busy_named=sorted(named & set(truth.busy)),
         missed=missed,
+        healthy_over_minimum=sum(1 for n in report.nodes if n.node not in planted
+                                 and n.failures >= 3 and n.jobs >= 2),
+        healthy_with_failures=sum(1 for n in report.nodes if n.node not in planted),
         baseline_precision=b_precision, baseline_recall=b_recall, causes=causes,
         max_cause_error=max((c.relative_error for c in causes), default=0.0),
         generate_s=t1 - t0, fleet_s=t2 - t1)
@@ -102,7 +108,9 @@ def render_fleet_scores(s: FleetScores, console: Console) -> None:
               f"{s.baseline_recall:.2f}")
     console.print(t)
     console.print(f"named {', '.join(s.named) or 'none'}; planted {', '.join(s.planted)}; "
-                  f"busy healthy nodes named: {', '.join(s.busy_named) or 'none'}")
+                  f"busy healthy nodes named: {', '.join(s.busy_named) or 'none'}; healthy "
+                  f"nodes with failures: {s.healthy_with_failures}, of which "
+                  f"{s.healthy_over_minimum} pass the count minimum alone")
     for m in s.missed:
         console.print(f"missed {m.node} (planted x{m.multiplier:g}): {m.failures} failures, "
                       f"{m.expected or 0:.2f} expected, adjusted p {m.adjusted_p or 1:.2g}")
