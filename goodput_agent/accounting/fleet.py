@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -45,7 +45,7 @@ class OffenderRule(BaseModel):
     alpha: float = 0.01
     min_failures: int = 3
     min_jobs: int = 2
-    correction: str = "benjamini-hochberg"  # or bonferroni
+    correction: Literal["benjamini-hochberg", "bonferroni"] = "benjamini-hochberg"
 
 
 # each sacct row's GPU-hours within the period

@@ -149,12 +149,18 @@ def _render_groups(r, console: Console) -> None:  # noqa: ANN001 - a FleetReport
 @click.option("--propose-drains", is_flag=True,
               help="Record a drain proposal (status proposed) for each repeat offender; it "
                    "runs only after `goodput approve`.")
+@click.option("--alpha", default=0.01, show_default=True, type=click.FloatRange(0, 1,
+              min_open=True), help="Significance level of the repeat-offender test.")
+@click.option("--correction", type=click.Choice(["benjamini-hochberg", "bonferroni"]),
+              default="benjamini-hochberg", show_default=True,
+              help="Multiple-testing correction over all nodes tested.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def fleet_cmd(ledger_path: Path | None, since_text: str | None, until_text: str | None,
-              sacct_path: Path | None, live: bool, propose_drains: bool, as_json: bool) -> None:
+              sacct_path: Path | None, live: bool, propose_drains: bool, alpha: float,
+              correction: str, as_json: bool) -> None:
     """GPU-hours lost by cause, nodes that keep failing jobs, and repeat offenders (named
     only when significantly above the fleet's failure rate per GPU-hour)."""
-    from goodput_agent.accounting.fleet import fleet_report
+    from goodput_agent.accounting.fleet import OffenderRule, fleet_report
     from goodput_agent.accounting.fleet_drain import propose_drains as propose
     from goodput_agent.accounting.fleet_exposure import sacct_live
     from goodput_agent.cli.actions import _ledger_path
@@ -167,7 +173,8 @@ def fleet_cmd(ledger_path: Path | None, since_text: str | None, until_text: str 
     if live:
         sacct_path = sacct_live(since, until)
     with open_ledger(path, read_only=not propose_drains) as lg:
-        report = fleet_report(lg, since, until, sacct_path)
+        report = fleet_report(lg, since, until, sacct_path,
+                              OffenderRule(alpha=alpha, correction=correction))
         if propose_drains:
             report.proposals = propose(lg, report)
     if as_json:

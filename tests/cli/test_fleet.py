@@ -105,3 +105,14 @@ def test_period_forms(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--until" in bad.output and "Traceback" not in bad.output
     backwards = CliRunner().invoke(cli, [*base, "--since", "1d", "--until", "3d"])
     assert backwards.exit_code == 2 and "ends before it starts" in backwards.output
+
+
+def test_alpha_and_correction_reach_the_test(tmp_path: Path) -> None:
+    path, sacct = _offenders(tmp_path)
+    out = CliRunner().invoke(cli, ["fleet", "--ledger", str(path), "--sacct", str(sacct),
+                                   "--alpha", "1e-12", "--correction", "bonferroni", "--json"])
+    data = json.loads(out.output)
+    assert data["test"]["alpha"] == 1e-12 and data["test"]["correction"] == "bonferroni"
+    assert data["offenders"] == []  # gpu99's adjusted p is small, not that small
+    gpu99 = next(n for n in data["nodes"] if n["node"] == "gpu99")
+    assert gpu99["adjusted_p"] == min(1.0, gpu99["p_value"] * data["test"]["nodes_tested"])
