@@ -184,6 +184,19 @@ def _verdict(f: NodeFinding, rule: OffenderRule) -> tuple[bool, str | None]:
     return True, None
 
 
+def _summary(rows: list[dict[str, Any]], rule: OffenderRule, tested: int) -> OffenderTest:
+    f_all = rows[0]["f_all"] or 0 if rows else 0
+    e_all = rows[0]["e_all"] or 0.0 if rows else 0.0
+    return OffenderTest(
+        method="one-sided exact Poisson test of the node's attributed failures against "
+               "expected = (rest of the fleet's failures per GPU-hour) x node's GPU-hours",
+        alpha=rule.alpha, correction=rule.correction, min_failures=rule.min_failures,
+        min_jobs=rule.min_jobs, nodes_tested=tested, fleet_failures=int(f_all),
+        fleet_exposure_gpu_h=float(e_all),
+        fleet_rate_per_1k_gpu_h=1000 * f_all / e_all if e_all else None,
+        node_causes=list(NODE_CAUSES))
+
+
 def fleet_report(ledger: Ledger, since: datetime | None = None, until: datetime | None = None,
                  sacct: Path | None = None, rule: OffenderRule | None = None) -> FleetReport:
     rule = rule or OffenderRule()
@@ -204,16 +217,7 @@ def fleet_report(ledger: Ledger, since: datetime | None = None, until: datetime 
     shown = sorted((f for f in findings if f.failures), key=lambda f: (
         not f.named, -f.jobs, -f.failures, f.adjusted_p if f.adjusted_p is not None else 2.0,
         f.node))
-    f_all = rows[0]["f_all"] if rows else 0
-    e_all = rows[0]["e_all"] if rows else 0.0
-    test = OffenderTest(
-        method="one-sided exact Poisson test of the node's attributed failures against "
-               "expected = (rest of the fleet's failures per GPU-hour) x node's GPU-hours",
-        alpha=rule.alpha, correction=rule.correction, min_failures=rule.min_failures,
-        min_jobs=rule.min_jobs, nodes_tested=len(tested), fleet_failures=int(f_all or 0),
-        fleet_exposure_gpu_h=float(e_all or 0.0),
-        fleet_rate_per_1k_gpu_h=1000 * f_all / e_all if e_all else None,
-        node_causes=list(NODE_CAUSES)) if sacct else None
+    test = _summary(rows, rule, len(tested)) if sacct else None
     notes = [] if sacct else [
         "no sacct history (--sacct FILE or --slurm): GPU-hours and exposure are unknown, so "
         "no node is named a repeat offender; nodes are ranked by attributed failures only"]
