@@ -117,14 +117,20 @@ per_node AS (
            list(DISTINCT inv ORDER BY inv) AS investigations
     FROM attributed GROUP BY node),
 cited_ids AS (  -- unnest in the select list: a lateral unnest is many times slower
-    SELECT node, unnest(CAST(supporting AS BIGINT[])) AS eid FROM attributed),
+    SELECT node, inv, unnest(CAST(supporting AS BIGINT[])) AS eid FROM attributed),
 cited AS (
-    SELECT c.node, e.id, e.excerpt FROM cited_ids c JOIN evidence e ON e.id = c.eid),
+    SELECT c.node, c.inv, e.id, e.excerpt FROM cited_ids c JOIN evidence e ON e.id = c.eid),
+per_node_xid AS (  -- an Xid recurring on a node: in how many of its failures' evidence
+    SELECT node, xid, count(DISTINCT inv) AS failures
+    FROM (SELECT node, inv, regexp_extract(excerpt, 'Xid \\(.*?\\): ([0-9]+)', 1) AS xid
+          FROM cited WHERE excerpt LIKE '%Xid%')
+    WHERE xid <> '' GROUP BY node, xid),
 per_node_evidence AS (
-    SELECT node, list(DISTINCT id ORDER BY id) AS evidence_ids,
-           list(DISTINCT nullif(regexp_extract(excerpt, 'Xid \\(.*?\\): ([0-9]+)', 1), ''))
-               FILTER (WHERE excerpt LIKE '%Xid%') AS xids
-    FROM cited GROUP BY node),
+    SELECT node, list(DISTINCT id ORDER BY id) AS evidence_ids FROM cited GROUP BY node),
+xid_lists AS (
+    SELECT node, list(struct_pack(xid := xid, failures := failures)
+                      ORDER BY failures DESC, xid) AS xids
+    FROM per_node_xid GROUP BY node),
 exposure AS (
     SELECT n.node, sum(h.gpu_h * n.share) AS gpu_h
     FROM fleet_hours h JOIN fleet_nodelists n USING (nodelist) GROUP BY n.node),
@@ -136,10 +142,11 @@ fleet AS (
     SELECT sum(failures) FILTER (WHERE gpu_h > 0) AS f_all, sum(gpu_h) FILTER (WHERE gpu_h > 0)
            AS e_all
     FROM joined)
-SELECT j.*, ev.evidence_ids, ev.xids, fleet.f_all, fleet.e_all,
+SELECT j.*, ev.evidence_ids, xl.xids, fleet.f_all, fleet.e_all,
        CASE WHEN j.gpu_h > 0 AND fleet.e_all - j.gpu_h > 0
             THEN (fleet.f_all - j.failures) / (fleet.e_all - j.gpu_h) END AS rest_rate
 FROM joined j CROSS JOIN fleet LEFT JOIN per_node_evidence ev ON ev.node = j.node
+     LEFT JOIN xid_lists xl ON xl.node = j.node
 """
 
 
@@ -151,7 +158,8 @@ def _finding(row: dict[str, Any]) -> NodeFinding:
     gpu_h, rest = row["gpu_h"], row["rest_rate"]
     return NodeFinding(
         node=row["node"], failures=row["failures"], jobs=row["jobs"],
-        categories=row["categories"] or [], xids=sorted(x for x in row["xids"] or [] if x),
+        categories=row["categories"] or [],
+        xids={x["xid"]: x["failures"] for x in row["xids"] or []},
         investigations=row["investigations"] or [], evidence_ids=row["evidence_ids"] or [],
         exposure_gpu_h=gpu_h,
         rate_per_1k_gpu_h=1000 * row["failures"] / gpu_h if gpu_h else None,

@@ -25,7 +25,7 @@ class NodeFinding(BaseModel):
     failures: int  # investigations (of distinct bundles) whose verdict names the node
     jobs: int  # distinct jobs among them
     categories: list[str]
-    xids: list[str]  # Xid codes in the supporting evidence
+    xids: dict[str, int]  # Xid code -> failures whose supporting evidence shows it
     investigations: list[str]
     evidence_ids: list[int]
     exposure_gpu_h: float | None = None

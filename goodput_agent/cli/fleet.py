@@ -63,6 +63,11 @@ def _instant(text: str):  # noqa: ANN202 - a datetime
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
+def _xids(xids: dict[str, int]) -> str:
+    """Xid 79 in 3 failures, 48 in 1: `79×3, 48`."""
+    return ", ".join(f"{x}×{n}" if n > 1 else x for x, n in xids.items())
+
+
 def _hours(v: float | None) -> str:
     return "—" if v is None else f"{v:,.1f}"
 
@@ -117,7 +122,7 @@ def _render_nodes(r, console: Console) -> None:  # noqa: ANN001 - a FleetReport
             more = " …" if len(f.investigations) > 3 else ""
             console.print(markup(
                 f"{f.node}: p {f.p_value:.3g}, adjusted {f.adjusted_p:.3g}; causes "
-                f"{', '.join(f.categories)}; Xids {', '.join(f.xids) or 'none'}; investigations "
+                f"{', '.join(f.categories)}; Xids {_xids(f.xids) or 'none'}; investigations "
                 f"{', '.join(f.investigations[:3])}{more}; evidence "
                 f"{', '.join(f'#{e}' for e in f.evidence_ids[:6])}"), highlight=False)
 

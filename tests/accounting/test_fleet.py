@@ -48,7 +48,7 @@ def test_nodes_carry_their_evidence_and_only_node_causes(small: tuple[Ledger, Pa
     r = fleet_report(ledger, sacct=sacct)
     assert [n.node for n in r.nodes] == ["gpu07"]  # gpu08's application error is not its fault
     n = r.nodes[0]
-    assert (n.failures, n.jobs, n.xids, n.categories) == (2, 2, ["79"], ["gpu_hardware"])
+    assert (n.failures, n.jobs, n.xids, n.categories) == (2, 2, {"79": 2}, ["gpu_hardware"])
     assert len(n.investigations) == 2 and len(n.evidence_ids) == 2
     assert n.exposure_gpu_h == pytest.approx(8 + 6)  # half of job 11's GPUs, all of job 12's
     assert r.test is not None and r.test.nodes_tested == 3  # gpu07, gpu08, gpu09 ran jobs
