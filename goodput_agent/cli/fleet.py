@@ -148,8 +148,8 @@ def _render_groups(r, console: Console) -> None:  # noqa: ANN001 - a FleetReport
 @click.option("--until", "until_text", default=None, metavar="WHEN",
               help="End of the period: an ISO 8601 time or a duration ago (default: now).")
 @click.option("--sacct", "sacct_path", type=click.Path(path_type=Path), default=None,
-              help="A saved `sacct -a -X -P --format=JobID,NodeList,AllocTRES,Elapsed,Start,"
-                   "End,Partition,Account,State` history: GPU-hours and node exposure.")
+              help="A saved `TZ=UTC sacct -a -X -P --format=JobID,NodeList,AllocTRES,Elapsed,"
+                   "Start,End,Partition,Account,State` history: GPU-hours and node exposure.")
 @click.option("--slurm", "live", is_flag=True, help="Ask sacct for the period's history now.")
 @click.option("--propose-drains", is_flag=True,
               help="Record a drain proposal (status proposed) for each repeat offender; it "
