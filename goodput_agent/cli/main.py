@@ -22,6 +22,7 @@ from goodput_agent.cli.actions import (
     verify_cmd,
 )
 from goodput_agent.cli.chat import chat, claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli.fleet import fleet_cmd
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.live import collect_cmd
 from goodput_agent.cli.node import node_health
@@ -310,8 +311,9 @@ def schema_report() -> None:
 @click.option("--cases", type=click.Path(path_type=Path), default=None,
               help="Folder of generated cases (default: the shipped suites).")
 @click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "independent",
-                                            "all"]), default="all", show_default=True,
-              help="Which suite to score (independent: generated held-out cases, not in all).")
+                                            "fleet", "all"]), default="all", show_default=True,
+              help="Which suite to score (independent: generated held-out cases; fleet: a "
+                   "generated fleet history, about 10 s; neither in all).")
 @_with(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
@@ -320,6 +322,9 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
     claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
+    if suite == "fleet":
+        _eval_fleet(as_json)
+        return
     if planner in ("claude", "openai-compatible"):
         eval_with_claude(cases, suite, as_json, claude_flags, planner)
         return
@@ -333,6 +338,17 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
     for name, scores in results.items():
         TerminalConsole().rule(name)
         render_scores(scores, TerminalConsole())
+
+
+def _eval_fleet(as_json: bool) -> None:
+    from goodput_agent.evals.fleet_scorer import render_fleet_scores, score_fleet
+
+    scores = score_fleet()
+    if as_json:
+        click.echo(json.dumps({"fleet": scores.model_dump()}, indent=2))
+        return
+    TerminalConsole().rule("fleet")
+    render_fleet_scores(scores, TerminalConsole())
 
 
 @cli.command("tools")
@@ -358,6 +374,7 @@ cli.add_command(chat)
 cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
 cli.add_command(node_health)
+cli.add_command(fleet_cmd)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
     cli.add_command(_cmd)
 

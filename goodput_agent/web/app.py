@@ -48,6 +48,7 @@ from goodput_agent.web import security
 from goodput_agent.web.chat import ask as chat_ask
 from goodput_agent.web.chat import chat_settings, conversation
 from goodput_agent.web.excerpt import draw_trace_step, source_view, trace_step
+from goodput_agent.web.fleet_page import fleet_route
 from goodput_agent.web.reader import LedgerBusy, read_ledger
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE, Signer
 from goodput_agent.web.views import (
@@ -384,6 +385,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/inv/{inv_id}/chat", chat, methods=["POST"]),
         Route("/inv/{inv_id}/pictures/{n:int}", picture),
         Route("/actions/{action_id:int}", action),
+        fleet_route(page, reading),
         Route("/actions/{action_id:int}/approve", approve, methods=["POST"]),
         Route("/actions/{action_id:int}/reject", reject, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
