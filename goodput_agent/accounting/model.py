@@ -78,6 +78,7 @@ class Attempt(BaseModel):
     nodes: list[str] = Field(default_factory=list)
     gpus: int = Field(ge=0)
     exit_code: str | None = None
+    group: dict[str, str] = Field(default_factory=dict)  # partition, account, user, namespace
     failure: FailureCause | None = None  # None when it completed (or was ended on purpose)
     segments: list[Segment] = Field(default_factory=list)
 

@@ -1,0 +1,165 @@
+"""`goodput account`: a job's attempts, each cut into what its GPU-hours went to, with the cause
+of every failure from the ledger (investigated when the ledger has none).
+
+Input is a bundle (as `goodput collect` writes it); the live forms collect one first and add
+`sacct -D` (every run of a requeued job) to it, so a live account and the account of the
+collected bundle are the same.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from goodput_agent.accounting.attempts import (
+    SACCT_ATTEMPTS_FILE,
+    RunRecord,
+    Runs,
+    k8s_runs,
+    slurm_runs,
+)
+from goodput_agent.accounting.causes import attempt_key, investigate_attempt, recorded_cause
+from goodput_agent.accounting.model import Attempt, FailureCause, JobAccount
+from goodput_agent.accounting.progress import Progress, interval_saves, read_progress
+from goodput_agent.accounting.segments import cut_run, split_input_stall
+from goodput_agent.bundle import Bundle, open_bundle
+from goodput_agent.errors import BadInput
+from goodput_agent.ledger import Ledger
+
+COMPLETED_STATES = {"COMPLETED", "Completed", "Running", "RUNNING"}
+
+
+class AccountOptions(BaseModel):
+    checkpoint_interval_s: float | None = None  # when the logs print no checkpoint saves
+    gpus: int | None = None  # GPUs per attempt when the scheduler record does not say
+    investigate: bool = True  # investigate a failed attempt the ledger has no verdict for
+    job_key: str | None = None  # names the attempts' investigations (default: from the job)
+    whole_job_targets: list[str] = []  # ledger targets of investigations of the whole job
+
+
+def _runs(bundle: Bundle) -> Runs:
+    inv, root = bundle.inventory, bundle.root
+    job = inv.incident.job
+    rels = [f.rel_path for f in inv.of_format("sacct_pipe")]
+    if SACCT_ATTEMPTS_FILE in rels:  # every run (sacct -D) beats the last run only
+        rels = [SACCT_ATTEMPTS_FILE]
+    for rel in rels:
+        runs = slurm_runs(root / rel, rel, inv.clock, job)
+        if runs.runs:
+            return runs
+    pods = root / "k8s" / "pods.json"
+    if pods.is_file():
+        return k8s_runs(pods, "k8s/pods.json")
+    raise BadInput(f"{root}: no scheduler record of the job's runs (sacct -P rows or "
+                   "k8s/pods.json)")
+
+
+def _input_stall_shares(bundle: Bundle) -> list[tuple[float | None, float, str]]:
+    """(trace start epoch seconds or None, idle-input share of its steps, trace path)."""
+    from goodput_agent.analysis.trace_select import load_one
+    from goodput_agent.analysis.trace_steps import rank_breakdown
+
+    out = []
+    for f in bundle.inventory.of_format("kineto_trace"):
+        try:
+            trace = load_one(bundle.root / f.rel_path, f.rel_path, f.node_hint)
+        except BadInput:
+            continue
+        rb = rank_breakdown(trace)
+        total = sum(s.step_us for s in rb.steps)
+        if total > 0:
+            out.append((trace.meta.started_at, sum(s.idle_input_us for s in rb.steps) / total,
+                        f.rel_path))
+    return out
+
+
+def _share_for(run: RunRecord, shares: list[tuple[float | None, float, str]],
+               only_run: bool) -> tuple[float, str] | None:
+    mine = [(s, p) for t, s, p in shares
+            if (t is not None and run.start.timestamp() <= t <= run.end.timestamp())
+            or (t is None and only_run)]
+    if not mine:
+        return None
+    return sum(s for s, _ in mine) / len(mine), ", ".join(p for _, p in mine)
+
+
+def _log_files(bundle: Bundle) -> list[str]:
+    """Job logs, and the program output no parser claimed (a training log that prints steps
+    and nothing a failure parser knows is still the job's log)."""
+    inv = bundle.inventory
+    return [f.rel_path for f in inv.of_format("job_log")] + \
+        [u.path for u in inv.unread if u.reason == "format not recognized"
+         and (bundle.root / u.path).is_file()]
+
+
+class _Accountant:
+    def __init__(self, bundle: Bundle, ledger: Ledger | None, opts: AccountOptions):
+        self.bundle, self.ledger, self.opts = bundle, ledger, opts
+        inv = bundle.inventory
+        self.logs = _log_files(bundle)
+        self.progress = read_progress([(bundle.root / rel, rel) for rel in self.logs],
+                                      inv.clock)
+        self.shares = _input_stall_shares(bundle)
+        self.notes: list[str] = []
+        key = opts.job_key or f"job-{inv.incident.job or bundle.root.name}"
+        self.key = key.replace("/", "-")
+
+    def cause(self, run: RunRecord, index: int, last: bool, only: bool) -> FailureCause | None:
+        if self.ledger is None:
+            return None
+        key = attempt_key(self.key, index)
+        found = recorded_cause(self.ledger, key, self.opts.whole_job_targets, run, only)
+        if found is None and self.opts.investigate:
+            found = investigate_attempt(self.bundle.root, self.bundle.inventory, run, last, key,
+                                        self.ledger)
+        return found
+
+    def attempt(self, run: RunRecord, index: int, count: int,
+                previous_failure: str | None) -> Attempt:
+        gpus = run.gpus if run.gpus is not None else self.opts.gpus
+        if gpus is None:
+            gpus = 1
+            self.notes.append(f"{run.locator}: no GPU count in the scheduler record: counted "
+                              "as 1 GPU (give --gpus)")
+        failed = run.state not in COMPLETED_STATES
+        cause = self.cause(run, index, index == count - 1, count == 1) if failed else None
+        mine = self.progress.within(run.start, run.end)
+        saves = mine.saves
+        if not saves and self.opts.checkpoint_interval_s:
+            first = mine.steps[0].time if mine.steps else None
+            saves = interval_saves(run.start, run.end,
+                                   timedelta(seconds=self.opts.checkpoint_interval_s), first)
+        segments = cut_run(run.start, run.end, gpus, Progress(steps=mine.steps), saves, cause,
+                           failed, index == 0, previous_failure, bool(self.logs))
+        if (share := _share_for(run, self.shares, count == 1)) is not None:
+            segments = split_input_stall(segments, share[0], share[1])
+        return Attempt(index=index, job_id=run.job_id, submit=run.submit, start=run.start,
+                       end=run.end, state=run.state, nodes=run.nodes, gpus=gpus,
+                       exit_code=run.exit_code, failure=cause, segments=segments,
+                       group=run.group)
+
+
+def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | None = None,
+                   target: str | None = None) -> JobAccount:
+    opts = opts or AccountOptions()
+    with open_bundle(path) as bundle:
+        runs = _runs(bundle)
+        acct = _Accountant(bundle, ledger, opts)
+        attempts: list[Attempt] = []
+        previous: str | None = None
+        for i, run in enumerate(runs.runs):
+            a = acct.attempt(run, i, len(runs.runs), previous)
+            previous = a.failure.category if a.failure else (
+                "unknown" if a.state not in COMPLETED_STATES else None)
+            attempts.append(a)
+        notes = runs.notes + acct.notes
+        if not acct.logs:
+            notes.append("no job log in the bundle: start-up, progress and checkpoints unknown")
+        elif not acct.progress.steps:
+            notes.append("no timestamped training step line in the job logs")
+        if not acct.progress.saves and not opts.checkpoint_interval_s:
+            notes.append("no checkpoint save line in the logs (give --checkpoint-interval): "
+                         "a failure loses everything since its attempt's first step")
+    return JobAccount(target=target or str(path), attempts=attempts, notes=notes)

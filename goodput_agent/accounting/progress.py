@@ -1,0 +1,178 @@
+"""What a job's logs say about its progress: training steps and checkpoint saves, on one clock.
+
+Steps use the vocabulary the failure side already reads (tools/log_activity.py PROGRESS: step,
+global step, iteration, epoch, loss; lines that also report an error are not progress).
+Checkpoint saves are matched per framework, with the line formats taken from the frameworks'
+own source (named beside each pattern). A save that prints a start and an end line has a
+duration; one that prints a single line is a checkpoint at that instant. Only lines with a
+timestamp count: an untimed line cannot be placed on the attempt's clock.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.parsing.lines import iter_lines
+from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
+from goodput_agent.tools.log_activity import NOT_PROGRESS, PROGRESS
+
+
+@dataclass(frozen=True)
+class SavePattern:
+    family: str
+    start: re.Pattern[str] | None  # a save begins
+    end: re.Pattern[str] | None  # a save is complete (the checkpoint is usable from here)
+
+
+SAVE_PATTERNS: tuple[SavePattern, ...] = (
+    # Megatron-LM megatron/training/checkpointing.py save_checkpoint:
+    #   print_rank_0('saving checkpoint at iteration {:7d} to {} in {} format'...)
+    #   print_rank_0('  successfully saved checkpoint from iteration {:7d} to {}'...)
+    SavePattern("megatron",
+                re.compile(r"(?<!successfully )saving checkpoint at iteration\s+(?P<step>\d+)"),
+                re.compile(r"successfully saved checkpoint from iteration\s+(?P<step>\d+)")),
+    # DeepSpeed deepspeed/runtime/engine.py _save_checkpoint:
+    #   log_dist(message=f'Saving model checkpoint: {save_path}', ranks=[0]) -> "[Rank 0] ..."
+    # deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py:
+    #   log_dist(f"[Torch] Checkpoint {tag} is about to be saved!"), "[Torch] Saved {path}.",
+    #   commit(): logger.info(f"[Torch] Checkpoint {tag} is ready now!")
+    SavePattern("deepspeed",
+                re.compile(r"\[Rank \d+\] Saving model checkpoint: |"
+                           r"\[Torch\] Checkpoint \S+ is (?:about|begin) to (?:be )?save"),
+                re.compile(r"\[Torch\] Checkpoint \S+ is ready now!|\[Torch\] Saved \S")),
+    # PyTorch DCP as torchtitan drives it (torchtitan/components/checkpoint.py save):
+    #   "Saving the checkpoint (or staging if async is enabled)."
+    #   "Finished saving the checkpoint (or staging if async is enabled)in {:.2f} seconds."
+    SavePattern("pytorch_dcp",
+                re.compile(r"(?<!Finished )Saving the checkpoint \(or staging"),
+                re.compile(r"Finished saving the checkpoint")),
+    # Lightning src/lightning/pytorch/callbacks/model_checkpoint.py:
+    #   rank_zero_info(f"Epoch {epoch:d}, global step {step:d}: {monitor!r} reached ...
+    #                  saving model to {filepath!r} as top {k}")  (and without a monitor:
+    #   f"Epoch {epoch:d}, global step {step:d}: saving model to {filepath!r}")
+    # Lightning prints no line when the file is written: the line marks the checkpoint.
+    SavePattern("lightning", None,
+                re.compile(r"global step (?P<step>\d+): .*saving model to ")),
+    # Hugging Face transformers src/transformers/trainer.py _save:
+    #   logger.info(f"Saving model checkpoint to {output_dir}") ("checkpoint-<step>")
+    # modeling_utils.py save_pretrained: logger.info(f"Model weights saved in {file}")
+    SavePattern("huggingface",
+                re.compile(r"Saving model checkpoint to (?:\S*?checkpoint-(?P<step>\d+))?"),
+                re.compile(r"Model weights saved in ")),
+)
+
+
+class Step(BaseModel):
+    time: datetime
+    step: int | None
+    locator: str
+
+
+class Save(BaseModel):
+    family: str
+    start: datetime  # == end for a family that prints one line
+    end: datetime
+    step: int | None = None
+    locator: str  # of the line that completed it (or its one line)
+
+
+class Progress(BaseModel):
+    steps: list[Step] = Field(default_factory=list)
+    saves: list[Save] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+
+    def within(self, start: datetime, end: datetime) -> Progress:
+        return Progress(steps=[s for s in self.steps if start <= s.time <= end],
+                        saves=[s for s in self.saves if start <= s.end <= end],
+                        files=self.files)
+
+
+# the step a checkpoint's path names, where its line does not (DeepSpeed's global_step<N> tags,
+# the Trainer's checkpoint-<N>, Megatron's iter_<N>)
+_PATH_STEP = re.compile(r"global_step(\d+)|checkpoint-(\d+)|iter_(\d+)")
+
+
+def save_match(line: str) -> tuple[str, str, int | None] | None:
+    """(family, "start" | "end", step) when the line is a checkpoint save line."""
+    for p in SAVE_PATTERNS:
+        for edge, rx in (("end", p.end), ("start", p.start)):
+            m = rx.search(line) if rx is not None else None
+            if m:
+                step = m.groupdict().get("step")
+                if not step and (in_path := _PATH_STEP.search(line)):
+                    step = next(g for g in in_path.groups() if g)
+                return p.family, edge, int(step) if step else None
+    return None
+
+
+def step_match(line: str) -> int | None | bool:
+    """The step number of a progress line, True for a progress line without one, else False."""
+    hit = PROGRESS.search(line)
+    if not hit or NOT_PROGRESS.search(line):
+        return False
+    return int(hit.group(1)) if hit.group(1) else True
+
+
+def read_progress(paths: list[tuple[Path, str]], clock: ClockPolicy) -> Progress:
+    """Steps and saves of every (file, name in the bundle), in time order."""
+    out = Progress(files=[rel for _, rel in paths])
+    for path, rel in paths:
+        _read_one(path, rel, clock, out)
+    out.steps.sort(key=lambda s: s.time)
+    out.saves.sort(key=lambda s: s.end)
+    return out
+
+
+def _read_one(path: Path, rel: str, clock: ClockPolicy, out: Progress) -> None:
+    opened: dict[str, tuple[datetime, int | None]] = {}  # family -> a save begun, not ended
+    # family -> the save whose "saved" lines are still coming (several files per checkpoint);
+    # a step line closes it
+    ending: dict[str, int] = {}
+    for n, line in iter_lines(path):
+        found = save_match(line)
+        step = False if found else step_match(line)
+        if not found and step is False:
+            continue
+        when = parse_any(line, clock)
+        if when is None:
+            continue
+        ts, loc = when[0], f"{rel}:{n}"
+        if found is None:
+            ending.clear()
+            out.steps.append(Step(time=ts, step=None if step is True else int(step),
+                                  locator=loc))
+            continue
+        family, edge, number = found
+        if edge == "start":
+            opened.setdefault(family, (ts, number))
+            ending.pop(family, None)
+        elif family in opened:
+            began, begun_step = opened.pop(family)
+            out.saves.append(Save(family=family, start=began, end=ts,
+                                  step=number if number is not None else begun_step,
+                                  locator=loc))
+            ending[family] = len(out.saves) - 1
+        elif family in ending:
+            i = ending[family]
+            out.saves[i] = out.saves[i].model_copy(update={"end": ts, "locator": loc})
+        else:
+            out.saves.append(Save(family=family, start=ts, end=ts, step=number, locator=loc))
+            ending[family] = len(out.saves) - 1
+
+
+def interval_saves(start: datetime, end: datetime, every: timedelta,
+                   first_step: datetime | None) -> list[Save]:
+    """Checkpoints assumed every `every` from the first step (logs print none): instants."""
+    if every.total_seconds() <= 0 or first_step is None:
+        return []
+    out, t = [], first_step + every
+    while t <= end:
+        if t >= start:
+            out.append(Save(family="interval", start=t, end=t, locator="--checkpoint-interval"))
+        t += every
+    return out
