@@ -36,7 +36,8 @@ class AccountOptions(BaseModel):
     gpus: int | None = None  # GPUs per attempt when the scheduler record does not say
     investigate: bool = True  # investigate a failed attempt the ledger has no verdict for
     job_key: str | None = None  # names the attempts' investigations (default: from the job)
-    whole_job_targets: list[str] = []  # ledger targets of investigations of the whole job
+    # LIKE patterns of the ledger targets of investigations of the whole job
+    whole_job_targets: list[str] = []
 
 
 def _runs(bundle: Bundle) -> Runs:

@@ -45,14 +45,15 @@ def _cause(inv_id: str, report: Report) -> FailureCause:
                                   else f"{e.source}:{e.locator}" for e in rc.evidence][:5])
 
 
-def _failure_reports(ledger: Ledger, targets: list[str],
-                     suffix: str | None) -> list[tuple[str, Report]]:
+def _failure_reports(ledger: Ledger, patterns: list[str]) -> list[tuple[str, Report]]:
+    """Concluded failure investigations whose target is LIKE one of `patterns`, newest first."""
+    if not patterns:
+        return []
+    where = " OR ".join("i.target LIKE ? ESCAPE '\\'" for _ in patterns)
     rows = ledger.rows(
-        "SELECT i.id, i.target, c.report_json FROM investigations i "
+        "SELECT i.id, c.report_json FROM investigations i "
         "JOIN conclusions c ON c.investigation_id = i.id "
-        "WHERE i.kind = 'failure' AND (list_contains(?, i.target) OR "
-        "(? IS NOT NULL AND ends_with(i.target, ?))) ORDER BY i.created_at DESC",
-        [targets, suffix, suffix or ""])
+        f"WHERE i.kind = 'failure' AND ({where}) ORDER BY i.created_at DESC", patterns)
     out = []
     for r in rows:
         try:
@@ -62,12 +63,17 @@ def _failure_reports(ledger: Ledger, targets: list[str],
     return out
 
 
-def recorded_cause(ledger: Ledger, key: str, whole_job_targets: list[str], run: RunRecord,
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def recorded_cause(ledger: Ledger, key: str, whole_job: list[str], run: RunRecord,
                    only_attempt: bool) -> FailureCause | None:
-    """The newest concluded failure investigation of this attempt, if the ledger has one."""
-    for inv_id, report in _failure_reports(ledger, [], "/" + key):
+    """The newest concluded failure investigation of this attempt, if the ledger has one;
+    `whole_job`: LIKE patterns of the targets of investigations of the whole job."""
+    for inv_id, report in _failure_reports(ledger, ["%/" + _like(key)]):
         return _cause(inv_id, report)
-    for inv_id, report in _failure_reports(ledger, whole_job_targets, None):
+    for inv_id, report in _failure_reports(ledger, whole_job):
         cause = _cause(inv_id, report)
         inside = cause.time is not None and run.start <= cause.time <= run.end + AFTER_END
         if inside or (cause.time is None and only_attempt):
