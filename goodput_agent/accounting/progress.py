@@ -4,8 +4,8 @@ Steps use the vocabulary the failure side already reads (tools/log_activity.py P
 global step, iteration, epoch, loss; lines that also report an error are not progress).
 Checkpoint saves are matched per framework, with the line formats taken from the frameworks'
 own source (named beside each pattern). A save that prints a start and an end line has a
-duration; one that prints a single line is a checkpoint at that instant. Only lines with a
-timestamp count: an untimed line cannot be placed on the attempt's clock.
+duration; one that prints a single line is a checkpoint at that instant. Step lines need a
+timestamp of their own; an untimed save line is placed between the timed lines around it.
 """
 
 from __future__ import annotations
@@ -128,41 +128,88 @@ def read_progress(paths: list[tuple[Path, str]], clock: ClockPolicy) -> Progress
     return out
 
 
-def _read_one(path: Path, rel: str, clock: ClockPolicy, out: Progress) -> None:
-    opened: dict[str, tuple[datetime, int | None]] = {}  # family -> a save begun, not ended
-    # family -> the save whose "saved" lines are still coming (several files per checkpoint);
-    # a step line closes it
-    ending: dict[str, int] = {}
-    for n, line in iter_lines(path):
+_TIME_HINT = re.compile(r"\d:\d\d:\d\d")  # cheap test before parsing a line's time
+
+
+class _Reader:
+    """One file, line by line. A save line without a time of its own (Megatron's print_rank_0
+    lines carry none) takes its start from the last timed line before it, and its end from the
+    first timed line after it: the save was over by then."""
+
+    def __init__(self, rel: str, clock: ClockPolicy, out: Progress):
+        self.rel, self.clock, self.out = rel, clock, out
+        self.opened: dict[str, tuple[datetime, int | None]] = {}  # family -> begun, not ended
+        # family -> the save whose "saved" lines are still coming (one per file written);
+        # a step line closes it
+        self.ending: dict[str, int] = {}
+        self.last_timed: str | None = None  # the last line that looked timed, parsed lazily
+        self.pending: list[int] = []  # saves whose end waits for the next timed line
+
+    def time_of(self, line: str | None) -> datetime | None:
+        if line is None or not _TIME_HINT.search(line):
+            return None
+        hit = parse_any(line, self.clock)
+        return hit[0] if hit else None
+
+    def feed(self, n: int, line: str) -> None:
         found = save_match(line)
         step = False if found else step_match(line)
         if not found and step is False:
-            continue
-        when = parse_any(line, clock)
-        if when is None:
-            continue
-        ts, loc = when[0], f"{rel}:{n}"
-        if found is None:
-            ending.clear()
-            out.steps.append(Step(time=ts, step=None if step is True else int(step),
-                                  locator=loc))
-            continue
-        family, edge, number = found
-        if edge == "start":
-            opened.setdefault(family, (ts, number))
-            ending.pop(family, None)
-        elif family in opened:
-            began, begun_step = opened.pop(family)
-            out.saves.append(Save(family=family, start=began, end=ts,
-                                  step=number if number is not None else begun_step,
-                                  locator=loc))
-            ending[family] = len(out.saves) - 1
-        elif family in ending:
-            i = ending[family]
-            out.saves[i] = out.saves[i].model_copy(update={"end": ts, "locator": loc})
+            if _TIME_HINT.search(line):
+                self.last_timed = line
+                if self.pending and (ts := self.time_of(line)):
+                    self.resolve(ts)
+            return
+        ts = self.time_of(line)
+        carried = ts is None
+        if ts is None:
+            ts = self.time_of(self.last_timed)
+            if ts is None or found is None:  # an untimed step line is not placed
+                return
         else:
-            out.saves.append(Save(family=family, start=ts, end=ts, step=number, locator=loc))
-            ending[family] = len(out.saves) - 1
+            self.last_timed = line
+            self.resolve(ts)
+        loc = f"{self.rel}:{n}"
+        if found is None:
+            self.ending.clear()
+            self.out.steps.append(Step(time=ts, step=None if step is True else int(step),
+                                       locator=loc))
+            return
+        self.save_line(found, ts, loc, carried)
+
+    def resolve(self, ts: datetime) -> None:
+        for i in self.pending:
+            if ts > self.out.saves[i].end:
+                self.out.saves[i] = self.out.saves[i].model_copy(update={"end": ts})
+        self.pending.clear()
+
+    def save_line(self, found: tuple[str, str, int | None], ts: datetime, loc: str,
+                  carried: bool) -> None:
+        family, edge, number = found
+        saves = self.out.saves
+        if edge == "start":
+            self.opened.setdefault(family, (ts, number))
+            self.ending.pop(family, None)
+            return
+        if family in self.opened:
+            began, begun_step = self.opened.pop(family)
+            saves.append(Save(family=family, start=began, end=ts,
+                              step=number if number is not None else begun_step, locator=loc))
+            self.ending[family] = len(saves) - 1
+        elif family in self.ending:
+            i = self.ending[family]
+            saves[i] = saves[i].model_copy(update={"end": max(ts, saves[i].end), "locator": loc})
+        else:
+            saves.append(Save(family=family, start=ts, end=ts, step=number, locator=loc))
+            self.ending[family] = len(saves) - 1
+        if carried:
+            self.pending.append(self.ending[family])
+
+
+def _read_one(path: Path, rel: str, clock: ClockPolicy, out: Progress) -> None:
+    reader = _Reader(rel, clock, out)
+    for n, line in iter_lines(path):
+        reader.feed(n, line)
 
 
 def interval_saves(start: datetime, end: datetime, every: timedelta,
