@@ -8,7 +8,7 @@ collected bundle are the same.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -107,17 +107,18 @@ class _Accountant:
         key = opts.job_key or f"job-{inv.incident.job or bundle.root.name}"
         self.key = key.replace("/", "-")
 
-    def cause(self, run: RunRecord, index: int, last: bool, only: bool) -> FailureCause | None:
+    def cause(self, run: RunRecord, index: int, next_start: datetime | None,
+              only: bool) -> FailureCause | None:
         if self.ledger is None:
             return None
         key = attempt_key(self.key, index)
         found = recorded_cause(self.ledger, key, self.opts.whole_job_targets, run, only)
         if found is None and self.opts.investigate:
-            found = investigate_attempt(self.bundle.root, self.bundle.inventory, run, last, key,
-                                        self.ledger)
+            found = investigate_attempt(self.bundle.root, self.bundle.inventory, run, next_start,
+                                        key, self.ledger)
         return found
 
-    def attempt(self, run: RunRecord, index: int, count: int,
+    def attempt(self, run: RunRecord, index: int, count: int, next_start: datetime | None,
                 previous_failure: str | None) -> Attempt:
         gpus = run.gpus if run.gpus is not None else self.opts.gpus
         if gpus is None:
@@ -125,7 +126,7 @@ class _Accountant:
             self.notes.append(f"{run.locator}: no GPU count in the scheduler record: counted "
                               "as 1 GPU (give --gpus)")
         failed = run.state not in COMPLETED_STATES
-        cause = self.cause(run, index, index == count - 1, count == 1) if failed else None
+        cause = self.cause(run, index, next_start, count == 1) if failed else None
         mine = self.progress.within(run.start, run.end)
         saves = mine.saves
         if not saves and self.opts.checkpoint_interval_s:
@@ -151,7 +152,8 @@ def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | Non
         attempts: list[Attempt] = []
         previous: str | None = None
         for i, run in enumerate(runs.runs):
-            a = acct.attempt(run, i, len(runs.runs), previous)
+            following = runs.runs[i + 1].start if i + 1 < len(runs.runs) else None
+            a = acct.attempt(run, i, len(runs.runs), following, previous)
             previous = a.failure.category if a.failure else (
                 "unknown" if a.state not in COMPLETED_STATES else None)
             attempts.append(a)

@@ -103,12 +103,16 @@ def _cut_lines(src: Path, dst: Path, start: datetime, end: datetime, clock: Cloc
                 out.write(line + "\n")
 
 
-def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Path) -> Path:
-    """A copy of the bundle holding only what happened during `run`."""
+def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Path,
+               next_start: datetime | None = None) -> Path:
+    """A copy of the bundle holding only what happened during `run` (and the minute after it,
+    unless the next run started sooner)."""
     if dest.exists():
         shutil.rmtree(dest)
     formats = {f.rel_path: f.format for f in inv.files}
     start, end = run.start, run.end + AFTER_END
+    if next_start is not None:
+        end = max(run.end, min(end, next_start))
     for src in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = src.relative_to(root).as_posix()
         fmt = formats.get(rel)
@@ -131,10 +135,11 @@ def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Pat
     return dest
 
 
-def investigate_attempt(root: Path, inv: Inventory, run: RunRecord, last: bool, key: str,
-                        ledger: Ledger) -> FailureCause:
+def investigate_attempt(root: Path, inv: Inventory, run: RunRecord, next_start: datetime | None,
+                        key: str, ledger: Ledger) -> FailureCause:
     from goodput_agent.investigate import investigate_bundle
 
-    sub = cut_bundle(root, inv, run, last, ledger.path.parent / "accounts" / key)
+    sub = cut_bundle(root, inv, run, next_start is None, ledger.path.parent / "accounts" / key,
+                     next_start)
     report = investigate_bundle(sub, ledger, kind="failure")
     return _cause(report.investigation_id or "", report)
