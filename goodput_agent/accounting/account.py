@@ -20,7 +20,12 @@ from goodput_agent.accounting.attempts import (
     k8s_runs,
     slurm_runs,
 )
-from goodput_agent.accounting.causes import attempt_key, investigate_attempt, recorded_cause
+from goodput_agent.accounting.causes import (
+    attempt_key,
+    investigate_attempt,
+    like_escape,
+    recorded_cause,
+)
 from goodput_agent.accounting.model import Attempt, FailureCause, JobAccount
 from goodput_agent.accounting.progress import Progress, interval_saves, read_progress
 from goodput_agent.accounting.segments import cut_run, split_input_stall
@@ -40,7 +45,8 @@ class AccountOptions(BaseModel):
     whole_job_targets: list[str] = []
 
 
-def _runs(bundle: Bundle) -> Runs:
+def _runs(bundle: Bundle) -> tuple[str, Runs]:
+    """("slurm" | "k8s", the job's runs)."""
     inv, root = bundle.inventory, bundle.root
     job = inv.incident.job
     rels = [f.rel_path for f in inv.of_format("sacct_pipe")]
@@ -49,12 +55,18 @@ def _runs(bundle: Bundle) -> Runs:
     for rel in rels:
         runs = slurm_runs(root / rel, rel, inv.clock, job)
         if runs.runs:
-            return runs
+            return "slurm", runs
     pods = root / "k8s" / "pods.json"
     if pods.is_file():
-        return k8s_runs(pods, "k8s/pods.json")
+        return "k8s", k8s_runs(pods, "k8s/pods.json")
     raise BadInput(f"{root}: no scheduler record of the job's runs (sacct -P rows or "
                    "k8s/pods.json)")
+
+
+def job_key(platform: str, bundle: Bundle) -> str:
+    """Names the job in its attempts' investigations: slurm-job-4812, k8s-job-train-llama."""
+    job = bundle.inventory.incident.job or bundle.root.name
+    return f"{platform}-job-{job}".replace("/", "-")
 
 
 def _input_stall_shares(bundle: Bundle) -> list[tuple[float | None, float, str]]:
@@ -96,7 +108,8 @@ def _log_files(bundle: Bundle) -> list[str]:
 
 
 class _Accountant:
-    def __init__(self, bundle: Bundle, ledger: Ledger | None, opts: AccountOptions):
+    def __init__(self, bundle: Bundle, ledger: Ledger | None, opts: AccountOptions, key: str,
+                 whole_job: list[str]):
         self.bundle, self.ledger, self.opts = bundle, ledger, opts
         inv = bundle.inventory
         self.logs = _log_files(bundle)
@@ -104,15 +117,14 @@ class _Accountant:
                                       inv.clock)
         self.shares = _input_stall_shares(bundle)
         self.notes: list[str] = []
-        key = opts.job_key or f"job-{inv.incident.job or bundle.root.name}"
-        self.key = key.replace("/", "-")
+        self.key, self.whole_job = key, whole_job
 
     def cause(self, run: RunRecord, index: int, next_start: datetime | None,
               only: bool) -> FailureCause | None:
         if self.ledger is None:
             return None
         key = attempt_key(self.key, index)
-        found = recorded_cause(self.ledger, key, self.opts.whole_job_targets, run, only)
+        found = recorded_cause(self.ledger, key, self.whole_job, run, only)
         if found is None and self.opts.investigate:
             found = investigate_attempt(self.bundle.root, self.bundle.inventory, run, next_start,
                                         key, self.ledger)
@@ -147,8 +159,11 @@ def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | Non
                    target: str | None = None) -> JobAccount:
     opts = opts or AccountOptions()
     with open_bundle(path) as bundle:
-        runs = _runs(bundle)
-        acct = _Accountant(bundle, ledger, opts)
+        platform, runs = _runs(bundle)
+        key = opts.job_key or job_key(platform, bundle)
+        # the whole job investigated: this bundle, or (live) one collected for the same job
+        whole_job = [*opts.whole_job_targets, str(path), f"%/{like_escape(key)}-%"]
+        acct = _Accountant(bundle, ledger, opts, key, whole_job)
         attempts: list[Attempt] = []
         previous: str | None = None
         for i, run in enumerate(runs.runs):

@@ -63,7 +63,7 @@ def _failure_reports(ledger: Ledger, patterns: list[str]) -> list[tuple[str, Rep
     return out
 
 
-def _like(text: str) -> str:
+def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
@@ -71,7 +71,7 @@ def recorded_cause(ledger: Ledger, key: str, whole_job: list[str], run: RunRecor
                    only_attempt: bool) -> FailureCause | None:
     """The newest concluded failure investigation of this attempt, if the ledger has one;
     `whole_job`: LIKE patterns of the targets of investigations of the whole job."""
-    for inv_id, report in _failure_reports(ledger, ["%/" + _like(key)]):
+    for inv_id, report in _failure_reports(ledger, ["%/" + like_escape(key)]):
         return _cause(inv_id, report)
     for inv_id, report in _failure_reports(ledger, whole_job):
         cause = _cause(inv_id, report)
@@ -130,7 +130,9 @@ def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Pat
     spec.update({"window": {"start": run.start.isoformat(), "end": run.end.isoformat()},
                  "question": f"why did attempt {run.job_id} of job "
                              f"{inv.incident.job or run.job_id} fail?",
-                 "kind": "failure"})
+                 "kind": "failure",
+                 # where the run came from: the account page finds the job's bundle again
+                 "account_of": str(root.resolve()), "account_key": dest.name})
     (dest / "incident.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return dest
 

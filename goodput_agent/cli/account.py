@@ -109,17 +109,14 @@ def account_cmd(bundle: Path | None, slurm_job: str | None, k8s_job: str | None,
     if sum(x is not None for x in (bundle, slurm_job, k8s_job)) != 1:
         raise click.UsageError("give one of BUNDLE, --slurm-job or --k8s-job")
     whole_job: list[str] = []
-    key = None
     if slurm_job:
         bundle = _slurm_bundle(slurm_job, ledger_path, timeout_s)
-        key, whole_job = f"slurm-job-{slurm_job}", [f"%/slurm-job-{slurm_job}-%"]
     elif k8s_job:
         bundle = _k8s_bundle(k8s_job, ledger_path, timeout_s)
-        key = "k8s-" + k8s_job.replace("/", "-")
-        whole_job = [f"%/{key}-%"]
+        # `goodput investigate --k8s-job` keeps its bundle as reports/k8s-<ns>-<name>-<time>/
+        whole_job = ["%/k8s-" + k8s_job.replace("/", "-") + "-%"]
     assert bundle is not None
-    whole_job.append(str(bundle))
-    opts = AccountOptions(checkpoint_interval_s=interval_s, gpus=gpus, job_key=key,
+    opts = AccountOptions(checkpoint_interval_s=interval_s, gpus=gpus,
                           investigate=not no_investigate, whole_job_targets=whole_job)
     target = f"slurm job {slurm_job}" if slurm_job else f"k8s job {k8s_job}" if k8s_job else None
     with open_ledger(ledger_path) as ledger:
