@@ -31,11 +31,18 @@ def render_account(acct: JobAccount, console: Console) -> None:
     for a in acct.attempts:
         productive = sum(s.seconds for s in a.segments if s.kind == "productive")
         lost = sum(s.seconds for s in a.segments if s.kind == "lost_progress")
-        cause = f"{a.failure.category} ({a.failure.investigation_id})" if a.failure else "—"
-        t.add_row(str(a.index), *map(markup, (a.state, ",".join(a.nodes)[:40])),
+        cause = a.failure.category if a.failure else "—"
+        nodes = a.nodes[0] + (f" +{len(a.nodes) - 1}" if len(a.nodes) > 1 else "") \
+            if a.nodes else "—"
+        t.add_row(str(a.index), *map(markup, (a.state, nodes)),
                   str(a.gpus), _hours(a.queue_wait_s), _hours(a.elapsed_s), _hours(productive),
                   _hours(lost), markup(cause))
     console.print(t)
+    for a in acct.attempts:
+        if a.failure is not None:
+            console.print(markup(f"#{a.index} {a.failure.category}: {a.failure.summary} "
+                                 f"(investigation {a.failure.investigation_id or '—'})"),
+                          highlight=False)
     console.print(f"[bold]goodput fraction[/] {acct.goodput_fraction:.1%} of "
                   f"{acct.allocated_gpu_hours:.2f} GPU-h held · [bold]effective training time "
                   f"ratio[/] {acct.effective_training_time_ratio:.1%}")

@@ -91,3 +91,42 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
                                  str(tmp_path / "l.duckdb")])
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and "no scheduler record" in r.stderr
+
+
+def test_input_stall_share_from_the_traces_taken_during_the_run(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from goodput_agent.analysis.trace_select import load_one
+    from goodput_agent.analysis.trace_steps import rank_breakdown
+
+    case = REPO / "evals" / "slowdown_cases" / "s01-input-stall" / "traces"
+    bundle = tmp_path / "b"
+    shutil.copytree(case, bundle / "traces")  # baseline (3 h earlier) and incident traces
+    incident = sorted((bundle / "traces" / "incident").iterdir())
+    traces = [load_one(p) for p in incident]
+    t0 = datetime.fromtimestamp(min(t.meta.started_at for t in traces), UTC)
+    start, end = t0 - timedelta(minutes=5), t0 + timedelta(minutes=20)
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    (bundle / "slurm").mkdir()
+    (bundle / "slurm" / "sacct.txt").write_text(
+        "JobID|JobName|State|ExitCode|Start|End|AllocTRES|NodeList\n"
+        f"777|train|COMPLETED|0:0|{start:{fmt}}|{end:{fmt}}|cpu=32,gres/gpu=4|nid00001\n")
+    (bundle / "logs").mkdir()
+    (bundle / "logs" / "train.log").write_text("".join(
+        f"{start + timedelta(minutes=m):%Y-%m-%d %H:%M:%S} INFO step {m} loss 2.0\n"
+        for m in range(2, 25)))
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        acct = account_bundle(bundle, ledger)
+    [a] = acct.attempts
+    assert_tiles(a.segments, a.start, a.end, 4)
+    shares = []
+    for t in traces:
+        steps = rank_breakdown(t).steps
+        shares.append(sum(s.idle_input_us for s in steps) / sum(s.step_us for s in steps))
+    share = sum(shares) / len(shares)
+    assert share > 0.1  # the case is an input stall
+    stall = acct.badput_gpu_hours_by_cause["input_stall"]
+    productive_held = (end - (start + timedelta(minutes=2))).total_seconds() * 4 / 3600
+    assert stall == pytest.approx(productive_held * share)
+    assert acct.productive_gpu_hours == pytest.approx(productive_held * (1 - share))
+    assert all("baseline" not in s.evidence for s in a.segments if s.kind == "input_stall")
