@@ -14,10 +14,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from goodput_agent.accounting.attempts import (
+    OK_STATES,
     SACCT_ATTEMPTS_FILE,
     RunRecord,
     Runs,
     k8s_runs,
+    run_window,
     slurm_runs,
 )
 from goodput_agent.accounting.causes import (
@@ -32,8 +34,6 @@ from goodput_agent.accounting.segments import cut_run, split_input_stall
 from goodput_agent.bundle import Bundle, open_bundle
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
-
-COMPLETED_STATES = {"COMPLETED", "Completed", "Running", "RUNNING"}
 
 
 class AccountOptions(BaseModel):
@@ -130,29 +130,49 @@ class _Accountant:
                                         key, self.ledger)
         return found
 
-    def attempt(self, run: RunRecord, index: int, count: int, next_start: datetime | None,
-                previous_failure: str | None) -> Attempt:
+    def attempt(self, run: RunRecord, index: int, cause: FailureCause | None,
+                previous_failure: str | None, only_run: bool) -> Attempt:
         gpus = run.gpus if run.gpus is not None else self.opts.gpus
         if gpus is None:
             gpus = 1
             self.notes.append(f"{run.locator}: no GPU count in the scheduler record: counted "
                               "as 1 GPU (give --gpus)")
-        failed = run.state not in COMPLETED_STATES
-        cause = self.cause(run, index, next_start, count == 1) if failed else None
-        mine = self.progress.within(run.start, run.end)
+        failed = run.state not in OK_STATES
+        mine = self.progress.of_pod(run.pod).within(run.start, run.end)
         saves = mine.saves
         if not saves and self.opts.checkpoint_interval_s:
             first = mine.steps[0].time if mine.steps else None
             saves = interval_saves(run.start, run.end,
                                    timedelta(seconds=self.opts.checkpoint_interval_s), first)
-        segments = cut_run(run.start, run.end, gpus, Progress(steps=mine.steps), saves, cause,
-                           failed, index == 0, previous_failure, bool(self.logs))
-        if (share := _share_for(run, self.shares, count == 1)) is not None:
+        segments = cut_run(run.start, run.end, gpus, Progress(steps=mine.steps), saves,
+                           cause if failed else None, failed, run.run == 0, previous_failure,
+                           bool(self.logs))
+        if (share := _share_for(run, self.shares, only_run)) is not None:
             segments = split_input_stall(segments, share[0], share[1])
-        return Attempt(index=index, job_id=run.job_id, submit=run.submit, start=run.start,
-                       end=run.end, state=run.state, nodes=run.nodes, gpus=gpus,
-                       exit_code=run.exit_code, failure=cause, segments=segments,
-                       group=run.group)
+        return Attempt(index=index, run=run.run, job_id=run.job_id, submit=run.submit,
+                       start=run.start, end=run.end, state=run.state, nodes=run.nodes,
+                       gpus=gpus, exit_code=run.exit_code, failure=cause if failed else None,
+                       segments=segments, group=run.group)
+
+    def attempts(self, runs: list[RunRecord]) -> list[Attempt]:
+        """Run by run (the pods of one run together): the run's cause once, then each of its
+        attempts, the restart of the next run owed to this run's failure."""
+        groups: dict[int, list[RunRecord]] = {}
+        for r in runs:
+            groups.setdefault(r.run, []).append(r)
+        ordered = [groups[k] for k in sorted(groups)]
+        out: list[Attempt] = []
+        previous: str | None = None
+        for i, group in enumerate(ordered):
+            window = run_window(group)
+            following = run_window(ordered[i + 1]).start if i + 1 < len(ordered) else None
+            failed = any(r.state not in OK_STATES for r in group)
+            only = len(ordered) == 1
+            cause = self.cause(window, i, following, only) if failed else None
+            for r in group:
+                out.append(self.attempt(r, len(out), cause, previous, only))
+            previous = (cause.category if cause else "unknown") if failed else None
+        return out
 
 
 def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | None = None,
@@ -164,14 +184,7 @@ def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | Non
         # the whole job investigated: this bundle, or (live) one collected for the same job
         whole_job = [*opts.whole_job_targets, str(path), f"%/{like_escape(key)}-%"]
         acct = _Accountant(bundle, ledger, opts, key, whole_job)
-        attempts: list[Attempt] = []
-        previous: str | None = None
-        for i, run in enumerate(runs.runs):
-            following = runs.runs[i + 1].start if i + 1 < len(runs.runs) else None
-            a = acct.attempt(run, i, len(runs.runs), following, previous)
-            previous = a.failure.category if a.failure else (
-                "unknown" if a.state not in COMPLETED_STATES else None)
-            attempts.append(a)
+        attempts = acct.attempts(runs.runs)
         notes = runs.notes + acct.notes
         if not acct.logs:
             notes.append("no job log in the bundle: start-up, progress and checkpoints unknown")

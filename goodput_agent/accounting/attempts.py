@@ -48,6 +48,8 @@ class RunRecord(BaseModel):
     exit_code: str | None = None
     group: dict[str, str] = Field(default_factory=dict)  # partition, account, namespace
     locator: str
+    run: int = 0  # which run of the job: the pods of a distributed job run together
+    pod: str | None = None  # the pod whose run this is (its logs are named after it)
 
 
 class Runs(BaseModel):
@@ -115,6 +117,8 @@ def slurm_runs(path: Path, rel: str, clock: ClockPolicy, job_id: str | None = No
             exit_code=None if code is None else f"{code}:{rec.signal or 0}",
             locator=f"{rel}:{rec.line_start}"))
     out.runs.sort(key=lambda r: r.start)
+    for i, r in enumerate(out.runs):
+        r.run = i
     return out
 
 
@@ -147,7 +151,7 @@ def _pod_runs(pod: dict[str, Any], rel: str, now: datetime) -> tuple[list[RunRec
         return [], [f"{rel}: pod {name} has no container status: not counted"]
     # the first container decides the pod's runs (the trainer; sidecars restart on their own)
     cs = statuses[0]
-    base = {"nodes": [n] if (n := (pod.get("spec") or {}).get("nodeName")) else [],
+    base = {"nodes": [n] if (n := (pod.get("spec") or {}).get("nodeName")) else [], "pod": name,
             "gpus": _pod_gpus(pod), "locator": f"{rel} [pod {name}]",
             "group": {"namespace": str(meta.get("namespace") or "")}}
     runs: list[RunRecord] = []
@@ -174,8 +178,35 @@ def _pod_runs(pod: dict[str, Any], rel: str, now: datetime) -> tuple[list[RunRec
     return runs, notes
 
 
+OK_STATES = {"COMPLETED", "Completed", "Running", "RUNNING"}
+
+
+def run_window(group: list[RunRecord]) -> RunRecord:
+    """The pods of one run as one record, for what concerns the run as a whole (its window,
+    its cause): from the first start to the last end, a failed pod's state."""
+    failed = [r for r in group if r.state not in OK_STATES]
+    first = failed[0] if failed else group[0]
+    submits = [r.submit for r in group if r.submit is not None]
+    return first.model_copy(update={
+        "submit": min(submits) if submits else None, "start": min(r.start for r in group),
+        "end": max(r.end for r in group),
+        "nodes": sorted({n for r in group for n in r.nodes})})
+
+
+def group_pod_runs(runs: list[RunRecord]) -> list[RunRecord]:
+    """Number the runs: pods whose runs overlap in time ran together, as one run of the job."""
+    out = sorted(runs, key=lambda r: r.start)
+    run, end = -1, None
+    for r in out:
+        if end is None or r.start >= end:
+            run, end = run + 1, r.end
+        r.run, end = run, max(end, r.end)
+    return out
+
+
 def k8s_runs(path: Path, rel: str, now: datetime | None = None) -> Runs:
-    """The runs of every pod in a `kubectl get pods -o json` List (or one pod), oldest first."""
+    """The runs of the pods in a `kubectl get pods -o json` List (or one pod), oldest first;
+    the pods that ran together share a run number."""
     try:
         doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -187,5 +218,5 @@ def k8s_runs(path: Path, rel: str, now: datetime | None = None) -> Runs:
             runs, notes = _pod_runs(pod, rel, now or datetime.now(UTC))
             out.runs.extend(runs)
             out.notes.extend(notes)
-    out.runs.sort(key=lambda r: r.start)
+    out.runs = group_pod_runs(out.runs)
     return out

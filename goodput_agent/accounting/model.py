@@ -69,7 +69,11 @@ class FailureCause(BaseModel):
 
 
 class Attempt(BaseModel):
-    index: int  # 0 for the first run of the job
+    """One run of the job on its GPUs; the pods of a distributed Kubernetes job that ran
+    together are one attempt each, sharing `run` (a Slurm run is one attempt)."""
+
+    index: int  # 0 for the first
+    run: int = 0  # which run of the job it belongs to
     job_id: str  # the scheduler's id of this attempt ("4812", "4812 restart 2", pod name)
     submit: datetime | None = None
     start: datetime
@@ -118,7 +122,15 @@ class JobAccount(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def productive_s(self) -> float:
-        return sum(s.seconds for a in self.attempts for s in a.segments if s.kind == "productive")
+        """Productive wall time: per run, its productive GPU-time over its GPUs (the pods of
+        one run are productive side by side, not one after the other)."""
+        gpu_s: dict[int, float] = {}
+        gpus: dict[int, int] = {}
+        for a in self.attempts:
+            gpus[a.run] = gpus.get(a.run, 0) + a.gpus
+            gpu_s[a.run] = gpu_s.get(a.run, 0.0) + sum(
+                s.seconds * s.gpus for s in a.segments if s.kind == "productive")
+        return sum(gpu_s[r] / gpus[r] for r in gpu_s if gpus[r] > 0)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -86,6 +86,21 @@ class Progress(BaseModel):
     saves: list[Save] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
 
+    def of_pod(self, pod: str | None) -> Progress:
+        """The lines of the logs named after the pod, when they show steps (the ranks of a
+        job step together: a pod whose logs print none made the progress the others show)."""
+        if pod is None:
+            return self
+        mine = [f for f in self.files if pod in f.rsplit("/", 1)[-1]]
+        if not mine:
+            return self
+        keep = tuple(f + ":" for f in mine)
+        steps = [s for s in self.steps if s.locator.startswith(keep)]
+        if not steps:
+            return self
+        return Progress(steps=steps, saves=[s for s in self.saves if s.locator.startswith(keep)],
+                        files=mine)
+
     def within(self, start: datetime, end: datetime) -> Progress:
         return Progress(steps=[s for s in self.steps if start <= s.time <= end],
                         saves=[s for s in self.saves if start <= s.end <= end],

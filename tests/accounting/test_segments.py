@@ -94,7 +94,7 @@ def test_account_totals() -> None:
                     gpus=8, failure=cause,
                     segments=cut_run(at(0), at(60), 8, steps(5, 49), [save(20, 22)], cause, True,
                                      True, None, True))
-    second = Attempt(index=1, job_id="1", submit=at(60), start=at(70), end=at(100),
+    second = Attempt(index=1, run=1, job_id="1", submit=at(60), start=at(70), end=at(100),
                      state="COMPLETED", gpus=8,
                      segments=cut_run(at(70), at(100), 8, steps(75, 99), [], None, False, False,
                                       "gpu_hardware", True))
