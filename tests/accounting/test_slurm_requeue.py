@@ -50,19 +50,21 @@ elif [ "$n" = 1 ]; then
   echo "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered" >&2
 fi
 if [ "$n" -lt 2 ]; then
-  scontrol requeue "$SLURM_JOB_ID"
+  for try in 1 2 3 4 5; do scontrol requeue "$SLURM_JOB_ID" && break; sleep 1; done
   sleep 120
+  exit 1
 fi
 echo "[$(ts)] INFO training done"
 """  # noqa: E501
 
 
-def _run_to_completion(cluster: SlurmCluster, job: str, timeout: float = 150) -> None:
+def _run_to_completion(cluster: SlurmCluster, job: str, timeout: float = 240) -> None:
     """A requeued job waits ~2 min (its begin time) before it may run again: release it now."""
     deadline = time.monotonic() + timeout
     while (state := cluster.state(job)) != "COMPLETED":
         if time.monotonic() > deadline:
-            raise TimeoutError(f"job {job} is {state} after {timeout:g} s")
+            shown = cluster.run("scontrol", "show", "job", job, check=False)
+            raise TimeoutError(f"job {job} is {state} after {timeout:g} s:\n{shown}")
         if state == "PENDING":
             cluster.run("scontrol", "update", f"jobid={job}", "starttime=now", check=False)
         time.sleep(0.5)
