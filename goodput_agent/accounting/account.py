@@ -118,6 +118,7 @@ class _Accountant:
         self.shares = _input_stall_shares(bundle)
         self.notes: list[str] = []
         self.key, self.whole_job = key, whole_job
+        self.origin: Path | None = None  # the bundle as given (a folder or a .tar.gz)
 
     def cause(self, run: RunRecord, index: int, next_start: datetime | None,
               only: bool) -> FailureCause | None:
@@ -127,7 +128,7 @@ class _Accountant:
         found = recorded_cause(self.ledger, key, self.whole_job, run, only)
         if found is None and self.opts.investigate:
             found = investigate_attempt(self.bundle.root, self.bundle.inventory, run, next_start,
-                                        key, self.ledger)
+                                        key, self.ledger, self.origin)
         return found
 
     def attempt(self, run: RunRecord, index: int, cause: FailureCause | None,
@@ -184,6 +185,7 @@ def account_bundle(path: Path, ledger: Ledger | None, opts: AccountOptions | Non
         # the whole job investigated: this bundle, or (live) one collected for the same job
         whole_job = [*opts.whole_job_targets, str(path), f"%/{like_escape(key)}-%"]
         acct = _Accountant(bundle, ledger, opts, key, whole_job)
+        acct.origin = path
         attempts = acct.attempts(runs.runs)
         notes = runs.notes + acct.notes
         if not acct.logs:

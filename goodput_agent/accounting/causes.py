@@ -27,6 +27,7 @@ from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 from goodput_agent.report import Report
 
 CUT_FORMATS = ("job_log", "kernel_log")
+NOT_FOR_FAILURES = ("kineto_trace",)  # the failure question never reads profiler traces
 AFTER_END = timedelta(seconds=60)  # a kernel line just after the job was killed still counts
 # the controller's view, and sacct without -D, are of the job's last run only
 DROPPED_WHEN_EARLIER = ("scontrol_job", "scontrol", "sacct_json", "slurm_json", "sacct_table")
@@ -104,7 +105,7 @@ def _cut_lines(src: Path, dst: Path, start: datetime, end: datetime, clock: Cloc
 
 
 def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Path,
-               next_start: datetime | None = None) -> Path:
+               next_start: datetime | None = None, origin: Path | None = None) -> Path:
     """A copy of the bundle holding only what happened during `run` (and the minute after it,
     unless the next run started sooner)."""
     if dest.exists():
@@ -116,7 +117,7 @@ def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Pat
     for src in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = src.relative_to(root).as_posix()
         fmt = formats.get(rel)
-        if not last and fmt in DROPPED_WHEN_EARLIER:
+        if (not last and fmt in DROPPED_WHEN_EARLIER) or fmt in NOT_FOR_FAILURES:
             continue
         dst = dest / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -132,16 +133,17 @@ def cut_bundle(root: Path, inv: Inventory, run: RunRecord, last: bool, dest: Pat
                              f"{inv.incident.job or run.job_id} fail?",
                  "kind": "failure",
                  # where the run came from: the account page finds the job's bundle again
-                 "account_of": str(root.resolve()), "account_key": dest.name})
+                 "account_of": str((origin or root).resolve()), "account_key": dest.name})
     (dest / "incident.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return dest
 
 
 def investigate_attempt(root: Path, inv: Inventory, run: RunRecord, next_start: datetime | None,
-                        key: str, ledger: Ledger) -> FailureCause:
+                        key: str, ledger: Ledger, origin: Path | None = None) -> FailureCause:
+    """`root`: the opened bundle; `origin`: what was given (a .tar.gz is opened elsewhere)."""
     from goodput_agent.investigate import investigate_bundle
 
     sub = cut_bundle(root, inv, run, next_start is None, ledger.path.parent / "accounts" / key,
-                     next_start)
+                     next_start, origin)
     report = investigate_bundle(sub, ledger, kind="failure")
     return _cause(report.investigation_id or "", report)

@@ -38,8 +38,8 @@ def job_bundle(target: str) -> Path | None:
     except (OSError, yaml.YAMLError):
         data = None
     if isinstance(data, dict) and isinstance(data.get("account_of"), str):
-        origin = Path(data["account_of"])
-        return origin if origin.is_dir() else None
+        origin = Path(data["account_of"])  # a folder, or the .tar.gz it was given as
+        return origin if origin.exists() else None
     return path
 
 
