@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from goodput_agent import __version__
+from goodput_agent.cli.account import account_cmd
 from goodput_agent.cli.actions import (
     actions_cmd,
     approve_cmd,
@@ -375,6 +376,7 @@ cli.add_command(serve_cmd)
 cli.add_command(failure_timeline_cmd)
 cli.add_command(node_health)
 cli.add_command(fleet_cmd)
+cli.add_command(account_cmd)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
     cli.add_command(_cmd)
 

@@ -45,6 +45,7 @@ from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg
 from goodput_agent.pictures.report_pictures import FAILURE_TIMELINE
 from goodput_agent.web import security
+from goodput_agent.web.account_page import account_routes
 from goodput_agent.web.chat import ask as chat_ask
 from goodput_agent.web.chat import chat_settings, conversation
 from goodput_agent.web.excerpt import draw_trace_step, source_view, trace_step
@@ -384,6 +385,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/inv/{inv_id}/failure-timeline.svg", failure_svg),
         Route("/inv/{inv_id}/chat", chat, methods=["POST"]),
         Route("/inv/{inv_id}/pictures/{n:int}", picture),
+        *account_routes(page, reading, SVG_CSP),
         Route("/actions/{action_id:int}", action),
         fleet_route(page, reading),
         Route("/actions/{action_id:int}/approve", approve, methods=["POST"]),

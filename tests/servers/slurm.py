@@ -215,6 +215,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageTRES=gres/gpu
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort={dbd_port}
 AccountingStoragePass={root}/munge/munge.socket
