@@ -30,6 +30,7 @@ from goodput_agent.analysis.slowdown_model import (
     SlowdownVerdict,
 )
 from goodput_agent.analysis.trace_steps import RankTimeline, rank_breakdown
+from goodput_agent.parallel import Runner
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.openmetrics import Series
 from goodput_agent.parsing.trace_model import COMM, COMPUTE, CpuSpan, GpuOp, Step, TraceMeta
@@ -85,7 +86,7 @@ def digest_trace(path: str, rel_path: str | None = None,
     try:
         trace = load_trace(Path(path), rel_path, node_hint)
     except ParseError as exc:
-        return str(exc).splitlines()[0] if str(exc) else f"{rel_path or path}: cannot load"
+        return str(exc)  # as the local load reports it
     out = TraceDigest(meta=trace.meta, warnings=list(trace.warnings), has_gpu=bool(trace.gpu))
     if not trace.gpu:
         return out
@@ -193,3 +194,16 @@ def analyse_digests(incident: list[TraceDigest], baseline: list[TraceDigest] | N
     base = _run_of("baseline", base_gpu) if base_gpu else None
     gpu_less = [d.meta.path for d in [*incident, *(baseline or [])] if not d.has_gpu]
     return analyse_runs(inc, base, gpu_less, series, series_paths)
+
+
+def digest_traces(runner: Runner, jobs: list[tuple[Path, str, str | None]],
+                  here_only: bool = False) -> list[TraceDigest | str]:
+    """`digest_trace` of each (path, name, node hint) through `runner`, in job order; each
+    task goes to the host its folder or its profiler file name names, when the cluster has it."""
+    from goodput_agent.parsing.trace_load import host_from_filename
+
+    sizes = [p.stat().st_size if p.is_file() else 0 for p, _, _ in jobs]
+    return runner.map_files(
+        digest_trace, [(str(p.resolve()), name, hint) for p, name, hint in jobs],
+        where=[hint or host_from_filename(name) for _, name, hint in jobs], sizes=sizes,
+        here_only=here_only, label="ranks")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from goodput_agent.analysis.trace_select import load_one, pick_step
+from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_text, line, markup
 
@@ -22,11 +23,13 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
     from rich.table import Table
 
+    from goodput_agent.analysis.rank_digest import TraceDigest
     from goodput_agent.analysis.slowdown_model import (
         Breakdown,
         RankBreakdown,
         SlowdownVerdict,
     )
+    from goodput_agent.parallel import Runner
     from goodput_agent.parsing.trace_model import Trace
 
 EXIT_NO_VERDICT = 3
@@ -40,11 +43,12 @@ def _warn(lines: list[str]) -> None:
         click.echo(f"goodput: warning: {line(text)}", err=True)
 
 
-def load_run(path: Path) -> list[Trace]:
+def load_run(path: Path, runner: Runner | None = None) -> list[Trace] | list[TraceDigest]:
     """A trace file, or every Kineto trace under a directory (found by content, as in a
-    bundle), named by their path under `path`'s own name."""
+    bundle), named by their path under `path`'s own name; with a runner (--ray), each rank's
+    digest instead of its whole trace."""
     if not path.is_dir():
-        return [load_one(path)]
+        return [load_one(path)] if runner is None else [_digest_one(path, runner)]
     from goodput_agent.bundle import scan
 
     inv = scan(path)
@@ -55,10 +59,16 @@ def load_run(path: Path) -> list[Trace]:
     from goodput_agent.parsing.base import ParseError
     from goodput_agent.parsing.trace_load import load_traces
 
+    jobs = [(path / f.rel_path, str(path / f.rel_path), f.node_hint) for f in found]
+    if runner is not None:  # each rank digested where it lies, on the cluster
+        from goodput_agent.analysis.rank_digest import digest_traces
+
+        loaded = digest_traces(runner, jobs)
+    else:
+        loaded = load_traces(jobs)
     traces, skipped = [], []
-    for t in load_traces([(path / f.rel_path, str(path / f.rel_path), f.node_hint)
-                          for f in found]):
-        if isinstance(t, ParseError):
+    for t in loaded:
+        if isinstance(t, ParseError | str):
             skipped.append(f"skipped: {str(t).splitlines()[0]}")
         else:
             traces.append(t)
@@ -68,8 +78,24 @@ def load_run(path: Path) -> list[Trace]:
     return traces
 
 
-def _need_gpu(traces: list[Trace], where: Path) -> list[Trace]:
-    with_gpu = [t for t in traces if t.gpu]
+def _digest_one(path: Path, runner: Runner) -> TraceDigest:
+    """One trace's digest made on the cluster; BadInput (one line naming it) as load_one."""
+    from goodput_agent.analysis.rank_digest import digest_traces
+
+    if not path.exists():
+        raise BadInput(f"{path}: no such file or directory")
+    found = digest_traces(runner, [(path, str(path), None)])[0]
+    if isinstance(found, str):
+        raise BadInput(found.splitlines()[0] if found else f"{path}: not a trace")
+    return found
+
+
+def _has_gpu(t: Trace | TraceDigest) -> bool:
+    return bool(t.gpu) if hasattr(t, "gpu") else t.has_gpu  # type: ignore[union-attr]
+
+
+def _need_gpu(traces: list, where: Path) -> list:
+    with_gpu = [t for t in traces if _has_gpu(t)]
     if not with_gpu:
         which = "the trace" if len(traces) == 1 else "any trace"
         raise BadInput(f"{where}: no usable GPU kernels in {which} (CPU-only, or none with a "
@@ -139,13 +165,16 @@ def trace() -> None:
 @click.argument("trace_file", metavar="TRACE", type=click.Path(path_type=Path))
 @_json
 @_top
-def summary(trace_file: Path, as_json: bool, top: int) -> None:
+@ray_option
+def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) -> None:
     """The per-step breakdown of one trace and its heaviest kernel families."""
     from goodput_agent.analysis.trace_steps import rank_breakdown
 
-    tr = _need_gpu([load_one(trace_file)], trace_file)[0]
+    runner = ray_runner(ray_address)
+    tr = _need_gpu(load_run(trace_file, runner) if runner else [load_one(trace_file)],
+                   trace_file)[0]
     _warn(tr.warnings)
-    rk = rank_breakdown(tr)
+    rk = tr.breakdown if runner else rank_breakdown(tr)
     if as_json:
         click.echo(json_text(rk.model_dump_json(indent=2)))
         return
@@ -165,18 +194,22 @@ def summary(trace_file: Path, as_json: bool, top: int) -> None:
 @click.argument("slow", type=click.Path(path_type=Path))
 @_json
 @_top
-def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
+@ray_option
+def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str | None) -> None:
     """What changed from BASE to SLOW (each a trace or a directory of one run's traces): the
     median step's parts per rank, kernel families per call, and the verdict. --json prints
     {"breakdown": <Breakdown>, "verdict": <SlowdownVerdict>}; exit 3 when there is no verdict."""
 
+    from goodput_agent.analysis.rank_digest import analyse_digests
     from goodput_agent.analysis.slowdown import analyse
 
-    base_traces, slow_traces = load_run(base), load_run(slow)
+    runner = ray_runner(ray_address)
+    base_traces, slow_traces = load_run(base, runner), load_run(slow, runner)
     _warn([w for t in (*base_traces, *slow_traces) for w in t.warnings])
     _need_gpu(base_traces, base)
     _need_gpu(slow_traces, slow)
-    breakdown, verdict = analyse(slow_traces, baseline=base_traces)
+    verdict_of = analyse_digests if runner else analyse
+    breakdown, verdict = verdict_of(slow_traces, baseline=base_traces)  # type: ignore
     if as_json:
         click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
                                "verdict": verdict.model_dump(mode="json")}, indent=2))
