@@ -30,6 +30,9 @@ def _ray() -> Any:
 
 
 def _short(host: str) -> str:
+    """A host name without its domain; an address as it is."""
+    if ":" in host or host.replace(".", "").isdigit():
+        return host
     return host.split(".")[0].lower()
 
 
