@@ -48,6 +48,7 @@ class RayRunner:
             raise BadInput(f"--ray {address}: cannot connect ({exc})".splitlines()[0]) from None
         self.address = address
         self.progress = progress
+        self.jobs_done = 0
         self._here = ray.get_runtime_context().get_node_id()
         self._nodes: dict[str, str] = {}  # host name, short name or address -> node id
         for node in ray.nodes():
@@ -94,6 +95,7 @@ class RayRunner:
                     raise BadInput(f"ray: the task for job {i} failed after {RETRIES} retries: "
                                    f"{type(exc).__name__}".splitlines()[0]) from None
                 count.tick()
+                self.jobs_done += 1
                 if on_done:
                     on_done(i)
         return out

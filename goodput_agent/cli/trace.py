@@ -43,29 +43,32 @@ def _warn(lines: list[str]) -> None:
         click.echo(f"goodput: warning: {line(text)}", err=True)
 
 
-def load_run(path: Path, runner: Runner | None = None) -> list[Trace] | list[TraceDigest]:
+def load_run(path: Path) -> list[Trace]:
     """A trace file, or every Kineto trace under a directory (found by content, as in a
-    bundle), named by their path under `path`'s own name; with a runner (--ray), each rank's
-    digest instead of its whole trace."""
+    bundle), named by their path under `path`'s own name."""
     if not path.is_dir():
-        return [load_one(path)] if runner is None else [_digest_one(path, runner)]
+        return [load_one(path)]
+    from goodput_agent.parsing.trace_load import load_traces
+
+    found = _trace_jobs(path)
+    return _kept(path, load_traces(found))
+
+
+def _trace_jobs(path: Path) -> list[tuple[Path, str, str | None]]:
+    """(file, name, node hint) of every Kineto trace under a directory, found by content."""
     from goodput_agent.bundle import scan
 
-    inv = scan(path)
-    found = inv.of_format("kineto_trace")
+    found = scan(path).of_format("kineto_trace")
     if not found:
         raise BadInput(f"{path}: no Kineto trace in this directory (JSON with traceEvents, "
                        "plain or .gz)")
+    return [(path / f.rel_path, str(path / f.rel_path), f.node_hint) for f in found]
+
+
+def _kept(path: Path, loaded: list) -> list:
+    """The traces (or digests) that loaded; a warning line for each that did not."""
     from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import load_traces
 
-    jobs = [(path / f.rel_path, str(path / f.rel_path), f.node_hint) for f in found]
-    if runner is not None:  # each rank digested where it lies, on the cluster
-        from goodput_agent.analysis.rank_digest import digest_traces
-
-        loaded = digest_traces(runner, jobs)
-    else:
-        loaded = load_traces(jobs)
     traces, skipped = [], []
     for t in loaded:
         if isinstance(t, ParseError | str):
@@ -74,20 +77,33 @@ def load_run(path: Path, runner: Runner | None = None) -> list[Trace] | list[Tra
             traces.append(t)
     _warn(skipped)
     if not traces:
-        raise BadInput(f"{path}: none of its {len(found)} traces could be loaded")
+        raise BadInput(f"{path}: none of its {len(loaded)} traces could be loaded")
     return traces
 
 
-def _digest_one(path: Path, runner: Runner) -> TraceDigest:
-    """One trace's digest made on the cluster; BadInput (one line naming it) as load_one."""
+def load_runs(paths: list[Path], runner: Runner | None) -> list[list]:
+    """`load_run` of each path; with a runner (--ray), every rank of every path digested on
+    the cluster in one go (progress counts them all), digests instead of whole traces."""
+    if runner is None:
+        return [load_run(p) for p in paths]
     from goodput_agent.analysis.rank_digest import digest_traces
 
-    if not path.exists():
-        raise BadInput(f"{path}: no such file or directory")
-    found = digest_traces(runner, [(path, str(path), None)])[0]
-    if isinstance(found, str):
-        raise BadInput(found.splitlines()[0] if found else f"{path}: not a trace")
-    return found
+    jobs: list[list[tuple[Path, str, str | None]]] = []
+    for p in paths:
+        if p.is_dir():
+            jobs.append(_trace_jobs(p))
+        elif not p.exists():
+            raise BadInput(f"{p}: no such file or directory")
+        else:
+            jobs.append([(p, str(p), None)])
+    loaded = digest_traces(runner, [j for js in jobs for j in js])
+    out, at = [], 0
+    for p, js in zip(paths, jobs, strict=True):
+        mine, at = loaded[at:at + len(js)], at + len(js)
+        if not p.is_dir() and isinstance(mine[0], str):  # as load_one: the file's own line
+            raise BadInput(mine[0].splitlines()[0] if mine[0] else f"{p}: not a trace")
+        out.append(_kept(p, mine))
+    return out
 
 
 def _has_gpu(t: Trace | TraceDigest) -> bool:
@@ -171,8 +187,7 @@ def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) 
     from goodput_agent.analysis.trace_steps import rank_breakdown
 
     runner = ray_runner(ray_address)
-    tr = _need_gpu(load_run(trace_file, runner) if runner else [load_one(trace_file)],
-                   trace_file)[0]
+    tr = _need_gpu(load_runs([trace_file], runner)[0], trace_file)[0]
     _warn(tr.warnings)
     rk = tr.breakdown if runner else rank_breakdown(tr)
     if as_json:
@@ -204,7 +219,7 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str |
     from goodput_agent.analysis.slowdown import analyse
 
     runner = ray_runner(ray_address)
-    base_traces, slow_traces = load_run(base, runner), load_run(slow, runner)
+    base_traces, slow_traces = load_runs([base, slow], runner)
     _warn([w for t in (*base_traces, *slow_traces) for w in t.warnings])
     _need_gpu(base_traces, base)
     _need_gpu(slow_traces, slow)

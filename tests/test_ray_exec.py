@@ -1,0 +1,128 @@
+"""`--ray` against a real two-node Ray cluster on this host (tests/servers/ray_cluster.py): the
+same verdict as the local run for a failure bundle and a multi-rank trace set, a worker killed
+mid-task retried with the result unchanged, node-local files placed on their node."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from goodput_agent.analysis.rank_digest import digest_trace
+from goodput_agent.cli import cli
+from goodput_agent.investigate import investigate_bundle
+from goodput_agent.ledger import open_ledger
+from tests.cli.test_trace import write_rank
+from tests.servers.ray_cluster import RayCluster, slow_once
+
+REPO = Path(__file__).resolve().parents[1]
+FAILURE_CASES = ["c01-gpu-hardware-xid79", "c07-hang-dataloader-stall"]
+VOLATILE = {"id", "investigation_id"}  # ledger row ids: all that differs between two runs
+
+
+@pytest.fixture(scope="module")
+def runner(ray_cluster: RayCluster):
+    from goodput_agent.ray_exec import RayRunner
+
+    return RayRunner(ray_cluster.address, progress=False)
+
+
+def _stable(value: object) -> object:
+    """The report without what differs between two runs of the same investigation."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _report(case: Path, tmp: Path, runner: object) -> dict:
+    with open_ledger(tmp / "ledger.duckdb") as ledger:
+        report = investigate_bundle(case, ledger, ignore=("expected.json",),
+                                    pictures_dir=tmp / "pictures", runner=runner)
+    return _stable(json.loads(report.to_json()))
+
+
+@pytest.mark.parametrize("name", FAILURE_CASES)
+def test_a_failure_bundle_gets_the_local_verdict(name, runner, tmp_path):
+    case = REPO / "evals" / "cases" / name
+    before = runner.jobs_done
+    local, on_ray = _report(case, tmp_path, None), _report(case, tmp_path, runner)
+    assert local["root_cause"]["category"] != "unknown"
+    assert runner.jobs_done > before  # the logs were parsed by Ray tasks
+    assert on_ray == local
+
+
+def _trace_sets(root: Path, ranks: int = 4) -> tuple[Path, Path]:
+    for r in range(ranks):
+        write_rank(root / "base" / f"rank{r}.json.gz", r)
+        write_rank(root / "slow" / f"rank{r}.json.gz", r, stall_us=3_000 if r == 1 else 0)
+    return root / "base", root / "slow"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout
+
+
+def test_trace_diff_and_summary_on_ray_print_what_the_local_run_prints(runner, ray_cluster,
+                                                                        tmp_path):
+    base, slow = _trace_sets(tmp_path)
+    local = _cli("trace", "diff", str(base), str(slow), "--json")
+    on_ray = _cli("trace", "diff", str(base), str(slow), "--json", "--ray", ray_cluster.address)
+    assert local[0] in (0, 3) and json.loads(local[1])["breakdown"]["incident"]["ranks"]
+    assert on_ray == local
+    assert "ray: 8/8 ranks done" in CliRunner().invoke(cli, [  # progress: ranks done of ranks
+        "trace", "diff", str(base), str(slow), "--ray", ray_cluster.address]).stderr
+    one = str(slow / "rank1.json.gz")
+    assert _cli("trace", "summary", one, "--json", "--ray", ray_cluster.address) == \
+        _cli("trace", "summary", one, "--json")
+
+
+def test_a_worker_killed_mid_task_is_retried_and_the_result_is_unchanged(runner, tmp_path):
+    base, _ = _trace_sets(tmp_path)
+    files = sorted(base.iterdir())
+    markers = [tmp_path / f"attempt-{i}" for i in range(len(files))]
+    for m in markers[1:]:
+        m.write_text("")  # only the first job sleeps on its first attempt
+    jobs = [(str(m), str(f), f.name, None) for m, f in zip(markers, files, strict=True)]
+    got: list = []
+    worker = threading.Thread(target=lambda: got.extend(runner.map_files(slow_once, jobs)))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not (markers[0].exists() and markers[0].read_text()):
+        assert time.monotonic() < deadline, "the slow task never started"
+        time.sleep(0.2)
+    pid = int(markers[0].read_text())
+    os.kill(pid, signal.SIGKILL)  # the Ray worker process running the task
+    worker.join(timeout=180)
+    assert not worker.is_alive(), "the killed task was not retried"
+    assert got == [digest_trace(str(f), f.name, None) for f in files]
+
+
+def test_a_node_local_file_is_placed_on_its_node(runner, ray_cluster):
+    import ray
+
+    nodes = {n["NodeManagerAddress"]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    assert runner.node_of(ray_cluster.worker_ip) == nodes[ray_cluster.worker_ip]
+    assert runner.node_of("no-such-host.example") is None
+    placed = runner._options(ray_cluster.worker_ip, here_only=False)["scheduling_strategy"]
+    assert placed.node_id == nodes[ray_cluster.worker_ip] and placed.soft
+    pinned = runner._options(None, here_only=True)["scheduling_strategy"]
+    here = ray.get_runtime_context().get_node_id()  # the driver's node
+    assert pinned.node_id == here != nodes[ray_cluster.worker_ip] and not pinned.soft
+
+
+def test_without_ray_installed_ray_is_one_line_and_exit_2(monkeypatch, demo_bundle):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    result = CliRunner().invoke(cli, ["investigate", str(demo_bundle), "--ray", "auto"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "goodput[ray]" in lines[0]
