@@ -101,6 +101,25 @@ class RayRunner:
         return out
 
 
+    def run_on(self, hosts: Sequence[str], fn: Callable[..., Any], *args: Any) -> Any | None:
+        """`fn(*args)` as one task on the node named by any of `hosts`, and only there (it reads
+        that machine's own state); None when the cluster has no such node."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = _ray()
+        node = next((n for h in hosts if (n := self.node_of(h))), None)
+        if node is None:
+            return None
+        task = ray.remote(fn).options(
+            num_cpus=1, max_retries=RETRIES,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
+        try:
+            return ray.get(task.remote(*args))
+        except ray.exceptions.RayError as exc:
+            raise BadInput(f"ray: the task on {hosts[0]} failed after {RETRIES} retries: "
+                           f"{type(exc).__name__}".splitlines()[0]) from None
+
+
 class _Count:
     """Jobs (files, ranks) done out of all, on stderr: a rich bar on a terminal, else one line
     every tenth of the way, so that logs stay short."""

@@ -22,6 +22,7 @@ from goodput_agent.ledger import open_ledger
 from tests.cli.test_trace import write_rank
 from tests.servers.ray_cluster import RayCluster, slow_once
 
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'goodput[ray]')")
 REPO = Path(__file__).resolve().parents[1]
 FAILURE_CASES = ["c01-gpu-hardware-xid79", "c07-hang-dataloader-stall"]
 VOLATILE = {"id", "investigation_id"}  # ledger row ids: all that differs between two runs
@@ -108,8 +109,6 @@ def test_a_worker_killed_mid_task_is_retried_and_the_result_is_unchanged(runner,
 
 
 def test_a_node_local_file_is_placed_on_its_node(runner, ray_cluster):
-    import ray
-
     nodes = {n["NodeManagerAddress"]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
     assert runner.node_of(ray_cluster.worker_ip) == nodes[ray_cluster.worker_ip]
     assert runner.node_of("no-such-host.example") is None
@@ -126,3 +125,26 @@ def test_without_ray_installed_ray_is_one_line_and_exit_2(monkeypatch, demo_bund
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "goodput[ray]" in lines[0]
+
+
+def test_collect_reads_another_nodes_kernel_log_on_that_node(runner, ray_cluster, tmp_path):
+    from goodput_agent.collect.base import BundleWriter
+    from goodput_agent.collect.slurm import _remote_kernel_log
+    from goodput_agent.metrics.source import TimeWindow
+    from goodput_agent.sources.kernel_log import job_window
+    from tests.servers.ray_cluster import node_id_here
+
+    nodes = {n["NodeManagerAddress"]: n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    worker = ray_cluster.worker_ip
+    assert runner.run_on(["gpu-07", worker], node_id_here) == nodes[worker]
+    assert runner.run_on(["gpu-07"], node_id_here) is None  # no such node: not run anywhere
+    window: TimeWindow = job_window(None, None)
+    with BundleWriter(tmp_path / "b", {"slurm_job": "1"}, window) as w:
+        _remote_kernel_log(w, "gpu-07", ["gpu-07", worker], window, runner.run_on)
+        _remote_kernel_log(w, "gpu-08", ["gpu-08"], window, runner.run_on)
+    errors = {e.what: e for e in w.manifest.errors}
+    assert errors["kernel log of gpu-08"].kind == "unreachable"
+    # gpu-07 was read there: its log, or why that node could not read it (never unreachable)
+    got = list((tmp_path / "b" / "nodes" / "gpu-07").glob("*")) if \
+        (tmp_path / "b" / "nodes" / "gpu-07").exists() else []
+    assert got or errors["kernel log of gpu-07"].kind in ("unreadable", "empty")

@@ -114,3 +114,10 @@ def slow_once(marker: str, path: str, rel_path: str | None, node_hint: str | Non
         m.write_text(str(os.getpid()))
         time.sleep(300)
     return digest_trace(path, rel_path, node_hint)
+
+
+def node_id_here() -> str:
+    """The Ray node this task runs on."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
