@@ -36,6 +36,22 @@ def _short(host: str) -> str:
     return host.split(".")[0].lower()
 
 
+class ClusterFailure(RuntimeError):
+    """A task lost with its retries spent (its node died again and again): one line."""
+
+
+def _result(ray: Any, ref: Any, job: tuple[Any, ...]) -> Any:
+    """The task's return value; its own exception raised here as it would be locally."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        raise exc.as_instanceof_cause() from None
+    except ray.exceptions.RayError as exc:
+        what = next((str(a) for a in job if isinstance(a, str)), "a file")
+        raise ClusterFailure(f"ray: the task for {what} was lost after {RETRIES} retries "
+                             f"({type(exc).__name__})") from None
+
+
 class RayRunner:
     name = "ray"
 
@@ -87,17 +103,16 @@ class RayRunner:
         with _Count(len(jobs), label, self.progress) as count:
             pending = list(refs)
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                i = refs[ready[0]]
-                try:
-                    out[i] = ray.get(ready[0])
-                except ray.exceptions.RayError as exc:
-                    raise BadInput(f"ray: the task for job {i} failed after {RETRIES} retries: "
-                                   f"{type(exc).__name__}".splitlines()[0]) from None
-                count.tick()
-                self.jobs_done += 1
-                if on_done:
-                    on_done(i)
+                # whatever finished within a moment, not one at a time: one wait per result
+                # would cost O(tasks) each over thousands of ranks
+                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
+                for ref in ready:
+                    i = refs[ref]
+                    out[i] = _result(ray, ref, jobs[i])
+                    count.tick()
+                    self.jobs_done += 1
+                    if on_done:
+                        on_done(i)
         return out
 
 
@@ -113,11 +128,7 @@ class RayRunner:
         task = ray.remote(fn).options(
             num_cpus=1, max_retries=RETRIES,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
-        try:
-            return ray.get(task.remote(*args))
-        except ray.exceptions.RayError as exc:
-            raise BadInput(f"ray: the task on {hosts[0]} failed after {RETRIES} retries: "
-                           f"{type(exc).__name__}".splitlines()[0]) from None
+        return _result(ray, task.remote(*args), (hosts[0],))
 
 
 class _Count:

@@ -18,11 +18,13 @@ full traces give.
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodput_agent.analysis.intervals import Intervals, clip, intersect, subtract, total, union
+from goodput_agent.analysis.kernel_families import family_of
 from goodput_agent.analysis.slowdown_model import (
     PARTS,
     Breakdown,
@@ -38,11 +40,16 @@ from goodput_agent.parsing.trace_model import COMM, COMPUTE, CpuSpan, GpuOp, Ste
 
 @dataclass(slots=True)
 class StepDigest:
+    """One step, kept as flat arrays (a few bytes per collective, not an object each)."""
+
     step: Step
-    comm_ops: list[GpuOp]  # communication ops overlapping the step, by start
+    comm_ts: array  # 'd': the communication ops overlapping the step, by start
+    comm_dur: array  # 'd'
+    comm_family: array  # 'H': index into TraceDigest.comm_names
+    longest_comm: GpuOp | None  # the first longest of them, whole (the evidence names it)
     longest_other: GpuOp | None  # the longest memory op overlapping the step
-    compute_in_comm: Intervals  # compute (clipped to the step) inside the comm ops' windows
-    exposed_comm: Intervals  # communication not under compute, clipped to the step
+    compute_in_comm: array  # 'd' pairs: compute (clipped to the step) in the comm ops' windows
+    exposed_comm: array  # 'd' pairs: communication not under compute, clipped to the step
     longest_input: CpuSpan | None  # DataLoader __next__ span
     longest_sync: CpuSpan | None
 
@@ -56,24 +63,44 @@ class TraceDigest:
     ops_count: int = 0  # main-device GPU ops
     breakdown: RankBreakdown | None = None  # with no collective waits
     steps: list[StepDigest] = field(default_factory=list)
+    # one kernel name per collective family (the first seen): family_of gives it back
+    comm_names: list[str] = field(default_factory=list)
 
 
 def _longest(items: list) -> object | None:
     return max(items, key=lambda x: x.dur) if items else None
 
 
-def _step_digest(tl: RankTimeline, step: Step) -> StepDigest:
+def _pairs(spans: Intervals) -> array:
+    return array("d", [x for span in spans for x in span])
+
+
+def _spans(flat: array) -> Intervals:
+    return list(zip(flat[::2], flat[1::2], strict=True))
+
+
+def _step_digest(tl: RankTimeline, step: Step, families: dict[str, int],
+                 names: list[str]) -> StepDigest:
     lo, hi = step.ts, step.end
     ops = tl.ops_in(lo, hi)
     compute = clip(union((o.ts, o.ts + o.dur) for o in ops if o.kind == COMPUTE), lo, hi)
     comm_all = clip(union((o.ts, o.ts + o.dur) for o in ops if o.kind == COMM), lo, hi)
     comm_ops = [o for o in ops if o.kind == COMM]
     windows = union((o.ts, o.ts + o.dur) for o in comm_ops if o.ts >= lo)
+    fam_ids = array("H")
+    for o in comm_ops:
+        fam = family_of(o.name)
+        if fam not in families:
+            families[fam] = len(names)
+            names.append(o.name)
+        fam_ids.append(families[fam])
     return StepDigest(
-        step=step, comm_ops=comm_ops,
+        step=step, comm_ts=array("d", (o.ts for o in comm_ops)),
+        comm_dur=array("d", (o.dur for o in comm_ops)), comm_family=fam_ids,
+        longest_comm=_longest(comm_ops),  # type: ignore[arg-type]
         longest_other=_longest([o for o in ops if o.kind not in (COMPUTE, COMM)]),
-        compute_in_comm=intersect(compute, windows),
-        exposed_comm=subtract(comm_all, compute),
+        compute_in_comm=_pairs(intersect(compute, windows)),
+        exposed_comm=_pairs(subtract(comm_all, compute)),
         longest_input=_longest(tl.dataloader.overlapping(lo, hi)),
         longest_sync=_longest(tl.syncs.overlapping(lo, hi)))
 
@@ -93,7 +120,8 @@ def digest_trace(path: str, rel_path: str | None = None,
     tl = RankTimeline(trace)
     out.device, out.ops_count = tl.device, len(tl.ops)
     out.breakdown = rank_breakdown(tl)
-    out.steps = [_step_digest(tl, s) for s in tl.steps]
+    families: dict[str, int] = {}
+    out.steps = [_step_digest(tl, s, families, out.comm_names) for s in tl.steps]
     return out
 
 
@@ -122,6 +150,7 @@ class DigestTimeline(RankTimeline):
         self.device = d.device
         self.ops = range(d.ops_count)  # type: ignore[assignment] - only its size is read
         self.steps = [s.step for s in d.steps]
+        self._names = d.comm_names
         self._by_window = {(s.step.ts, s.step.end): s for s in d.steps}
         windows = self._by_window.items()
         self.dataloader = _Longest({k: s.longest_input for k, s in windows})  # type: ignore
@@ -132,12 +161,20 @@ class DigestTimeline(RankTimeline):
         if s is None:
             raise KeyError(f"{self.trace.meta.path}: no step spans {lo}..{hi} (a digest answers "
                            "only for whole steps)")
+        device = self.device or 0
+        # each collective named by its family's kernel (family_of gives the family back); the
+        # first longest one whole, where it stands, for the evidence that quotes it
+        comm = [GpuOp(ts=t, dur=d, kind=COMM, name=self._names[f], stream=-1, device=device)
+                for t, d, f in zip(s.comm_ts, s.comm_dur, s.comm_family, strict=True)]
+        if s.longest_comm is not None:
+            first = next(i for i, o in enumerate(comm) if o.dur == s.longest_comm.dur)
+            comm[first] = s.longest_comm
         # compute inside the collectives' windows stands in for all compute: only a
         # collective's wait is ever subtracted from it
-        compute = [GpuOp(ts=a, dur=b - a, kind=COMPUTE, name="", stream=-1,
-                         device=self.device or 0) for a, b in s.compute_in_comm]
+        compute = [GpuOp(ts=a, dur=b - a, kind=COMPUTE, name="", stream=-1, device=device)
+                   for a, b in _spans(s.compute_in_comm)]
         other = [s.longest_other] if s.longest_other is not None else []
-        return [*s.comm_ops, *other, *compute]
+        return [*comm, *other, *compute]
 
 
 def _split(exposed: Intervals, wait_us: float) -> tuple[float, float]:
@@ -161,7 +198,7 @@ def with_waits(d: TraceDigest, exposed_waits: dict[int, float]) -> RankBreakdown
     assert d.breakdown is not None
     rb = d.breakdown.model_copy(deep=True)
     for sb, sd in zip(rb.steps, d.steps, strict=True):
-        sb.comm_wait_us, sb.comm_transfer_us = _split(sd.exposed_comm,
+        sb.comm_wait_us, sb.comm_transfer_us = _split(_spans(sd.exposed_comm),
                                                       exposed_waits.get(sd.step.number, 0.0))
     if rb.steps:
         ordered = sorted(rb.steps, key=lambda s: s.step_us)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +76,10 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-@pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'goodput[ray]')")
-    work = tmp_path_factory.mktemp("ray")
+@contextmanager
+def two_node_cluster(work: Path) -> Iterator[RayCluster]:
+    """A head node and a worker node on this host, one CPU each, stopped when done (the
+    benchmarks/ray_scale.py cluster too); `work` gets their logs."""
     temp = Path(f"/tmp/goodput-ray-{os.getpid()}")  # Ray's socket paths must stay short
     port = free_port()
     address = f"127.0.0.1:{port}"
@@ -102,6 +103,13 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
         for proc in reversed(procs):
             _stop(proc)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'goodput[ray]')")
+    with two_node_cluster(tmp_path_factory.mktemp("ray")) as cluster:
+        yield cluster
 
 
 def slow_once(marker: str, path: str, rel_path: str | None, node_hint: str | None) -> object:
