@@ -2,7 +2,7 @@
 cluster (started here, on this host), the same verdict, the driver's memory against N.
 
     python benchmarks/ray_scale.py [--ranks 16,32,64] [--size-mb 50] [--keep DIR]
-                                   [--address HOST:PORT]
+                                   [--address HOST:PORT] [--logs-scale 0.1]
 
 Traces come from evals/kineto_writer.py (`write_large_job`: one synchronized DDP job, rank r
 computing 1 + r/50 slower). Each run is its own process: `local` loads the whole traces (on
@@ -92,6 +92,38 @@ def _child(*args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _investigate(bundle: Path, ledger: Path, address: str | None) -> tuple[float, float, str]:
+    """`goodput investigate --json` as its own process: wall s, its peak RSS MB, root cause."""
+    argv = [sys.executable, "-m", "goodput_agent.cli", "investigate", str(bundle), "--json",
+            "--ledger", str(ledger), *(["--ray", address] if address else [])]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = proc.stdout.read() if proc.stdout else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    report = json.loads(out) if out.strip() else {}
+    cause = report.get("root_cause", {})
+    return wall, usage.ru_maxrss / 1024, json.dumps(
+        {k: cause.get(k) for k in ("category", "node", "rank", "gpu", "summary")})
+
+
+def run_logs(scale: float, root: Path, address: str) -> None:
+    """The failure side: scan_scale.py's bundle (1,024 rank logs, 128 kernel logs) at `scale`,
+    investigated here and with --ray."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from scan_scale import generate
+
+    bundle = root / f"logs-{scale:g}"
+    if not bundle.exists():
+        size = generate(bundle, scale)
+        print(f"generated a failure bundle of {size / 1e9:.2f} GB", flush=True)
+    local = _investigate(bundle, root / "local.duckdb", None)
+    ray = _investigate(bundle, root / "ray.duckdb", address)
+    print(f"failure bundle: local {local[0]:.1f} s, {local[1]:.0f} MB; ray {ray[0]:.1f} s, "
+          f"{ray[1]:.0f} MB (driver); root cause {json.loads(local[2])['category']} "
+          f"({'same' if local[2] == ray[2] else 'DIFFERENT'})", flush=True)
+
+
 def _subset(job: Path, n: int, root: Path) -> Path:
     """The first n ranks of the job, hard-linked (a scan does not follow symbolic links)."""
     folder = root / f"n{n}"
@@ -141,6 +173,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="generate into (and reuse) DIR")
     ap.add_argument("--address", default=None, help="a running Ray cluster (else one is "
                     "started here: two nodes, one CPU each)")
+    ap.add_argument("--logs-scale", type=float, default=0.0, help="also scan_scale.py's failure "
+                    "bundle at this scale (1: ~2 GB), here and with --ray")
     ap.add_argument("--side", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.side:
@@ -156,11 +190,15 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     if a.address:
         run(ranks, a.size_mb, root, a.address)
+        if a.logs_scale:
+            run_logs(a.logs_scale, root, a.address)
         return
     from tests.servers.ray_cluster import two_node_cluster
 
     with two_node_cluster(root) as cluster:
         run(ranks, a.size_mb, root, cluster.address)
+        if a.logs_scale:
+            run_logs(a.logs_scale, root, cluster.address)
 
 
 if __name__ == "__main__":
