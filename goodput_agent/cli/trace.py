@@ -187,6 +187,8 @@ def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) 
     from goodput_agent.analysis.trace_steps import rank_breakdown
 
     runner = ray_runner(ray_address)
+    if runner is not None and trace_file.is_dir():  # as load_one says it
+        raise BadInput(f"{trace_file}: a directory, not a trace file")
     tr = _need_gpu(load_runs([trace_file], runner)[0], trace_file)[0]
     _warn(tr.warnings)
     rk = tr.breakdown if runner else rank_breakdown(tr)
