@@ -24,7 +24,9 @@ from tests.servers.ray_cluster import RayCluster, slow_once
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'goodput[ray]')")
 REPO = Path(__file__).resolve().parents[1]
-FAILURE_CASES = ["c01-gpu-hardware-xid79", "c07-hang-dataloader-stall"]
+# two failures (a cause, a hang) and a slowdown with DCGM metrics beside its traces
+BUNDLES = ["cases/c01-gpu-hardware-xid79", "cases/c07-hang-dataloader-stall",
+           "slowdown_cases/s05-gpu-throttling"]
 VOLATILE = {"id", "investigation_id"}  # ledger row ids: all that differs between two runs
 
 
@@ -51,13 +53,13 @@ def _report(case: Path, tmp: Path, runner: object) -> dict:
     return _stable(json.loads(report.to_json()))
 
 
-@pytest.mark.parametrize("name", FAILURE_CASES)
-def test_a_failure_bundle_gets_the_local_verdict(name, runner, tmp_path):
-    case = REPO / "evals" / "cases" / name
+@pytest.mark.parametrize("name", BUNDLES)
+def test_a_bundle_gets_the_local_verdict(name, runner, tmp_path):
+    case = REPO / "evals" / name
     before = runner.jobs_done
     local, on_ray = _report(case, tmp_path, None), _report(case, tmp_path, runner)
     assert local["root_cause"]["category"] != "unknown"
-    assert runner.jobs_done > before  # the logs were parsed by Ray tasks
+    assert runner.jobs_done > before  # its files were read by Ray tasks
     assert on_ray == local
 
 
