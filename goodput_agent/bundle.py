@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from goodput_agent.collect.base import MANIFEST_NAME, read_manifest
 from goodput_agent.errors import BadInput
 from goodput_agent.incident import IncidentSpec, load_incident
+from goodput_agent.parallel import LocalRunner, Runner
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_head, strip_ansi
@@ -85,6 +86,13 @@ class Bundle:
         self.inventory = inventory
         self._cleanup = cleanup
         self._parsed: dict[str, ParseResult] = {}
+        # where per-file work runs (goodput_agent.parallel): None, this machine's cores
+        self.runner: Runner | None = None
+
+    @property
+    def unpacked(self) -> bool:
+        """Its files were unpacked from an archive into this machine's temporary folder."""
+        return self._cleanup is not None
 
     def close(self) -> None:
         if self._cleanup:
@@ -106,27 +114,29 @@ class Bundle:
     def parse_many(self, files: list[BundleFile],
                    progress: Callable[[int, int], None] | None = None,
                    ) -> list[tuple[BundleFile, ParseResult]]:
-        """Parse files, on every core when they are big enough to be worth it; `progress` is
-        told (bytes done, bytes total) after each file."""
+        """Parse files, through `runner` when one is set (a cluster), else on every core when
+        they are big enough to be worth it; `progress` is told (bytes done, bytes total)."""
         todo = [f for f in files if f.rel_path not in self._parsed]
         total, done = sum(f.size for f in todo), 0
-        cores = os.cpu_count() or 1
-        if len(todo) > 1 and cores > 1 and sum(f.size for f in todo) > PARALLEL_BYTES:
-            todo.sort(key=lambda f: -f.size)  # big files first: better load balance
-            with ProcessPoolExecutor(max_workers=cores) as pool:
-                results = pool.map(_parse_one, [self.root] * len(todo), todo,
-                                   [self.inventory.clock] * len(todo), chunksize=4)
-                for f, outcome in zip(todo, results, strict=True):
-                    self._store(f, outcome)
-                    done += f.size
-                    if progress:
-                        progress(done, total)
-        else:
-            for f in todo:
-                self._store(f, _parse_one(self.root, f, self.inventory.clock))
-                done += f.size
-                if progress:
-                    progress(done, total)
+        runner = self.runner
+        if runner is None:
+            cores = os.cpu_count() or 1
+            big = len(todo) > 1 and cores > 1 and total > PARALLEL_BYTES
+            runner = LocalRunner(cores if big else 1)
+
+        def finished(i: int) -> None:
+            nonlocal done
+            done += todo[i].size
+            if progress:
+                progress(done, total)
+
+        root = self.root if self.runner is None else self.root.resolve()  # read elsewhere
+        results = runner.map_files(
+            _parse_one, [(root, f, self.inventory.clock) for f in todo],
+            where=[f.node_hint for f in todo], sizes=[f.size for f in todo],
+            on_done=finished, here_only=self.unpacked)
+        for f, outcome in zip(todo, results, strict=True):
+            self._store(f, outcome)
         return [(f, self._parsed[f.rel_path]) for f in files if f.rel_path in self._parsed]
 
     def _store(self, f: BundleFile, outcome: ParseResult | str | None) -> None:

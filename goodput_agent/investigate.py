@@ -11,6 +11,7 @@ from goodput_agent.incident import IncidentSpec
 from goodput_agent.kinds import choose_kind
 from goodput_agent.ledger import Ledger
 from goodput_agent.metrics.source import TimeWindow
+from goodput_agent.parallel import Runner
 from goodput_agent.pictures.report_pictures import PictureHook, draw_report_pictures
 from goodput_agent.planner.loop import run_investigation
 from goodput_agent.planner.offline import OfflinePlanner
@@ -21,9 +22,12 @@ from goodput_agent.toolkit import ToolContext
 def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                        ignore: tuple[str, ...] = (),
                        progress: Callable[[int, int], None] | None = None,
-                       pictures_dir: Path | None = None, claude: Any = None) -> Report:
-    """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline)."""
+                       pictures_dir: Path | None = None, claude: Any = None,
+                       runner: Runner | None = None) -> Report:
+    """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline);
+    `runner`: where the per-file work runs (goodput_agent.parallel; None: this machine)."""
     with open_bundle(path, ignore) as bundle:
+        bundle.runner = runner
         inv = bundle.inventory
         if kind is None:
             choice = choose_kind(inv)

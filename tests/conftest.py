@@ -27,5 +27,7 @@ def _quiet_logs() -> None:
     configure("warning", json_logs=True)
 
 
-# the real single-host Slurm cluster (session-scoped; started only by tests that ask for it)
+# real clusters, session-scoped, started only by tests that ask for them: two Ray nodes on
+# this host, and a single-host Slurm
+from tests.servers.ray_cluster import ray_cluster  # noqa: E402, F401
 from tests.servers.slurm import slurm_cluster  # noqa: E402, F401

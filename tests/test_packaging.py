@@ -37,9 +37,17 @@ def test_demo_and_cases_are_package_data() -> None:
     assert (REPO / "goodput_agent" / "demo" / "bundle" / "incident.yaml").is_file()
 
 
-def _declared_runtime_dependencies() -> set[str]:
-    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+def _names(deps: list[str]) -> set[str]:
     return {_normalized(re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0]) for d in deps}
+
+
+def _declared_runtime_dependencies() -> set[str]:
+    return _names(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+
+
+# optional extras a user installs on purpose (goodput[ray]); the one module that imports each
+# must turn its absence into a one-line error
+OPTIONAL = {"ray": "goodput_agent/ray_exec.py"}
 
 
 def _normalized(name: str) -> str:
@@ -78,5 +86,37 @@ def test_every_third_party_import_of_the_product_is_a_declared_dependency() -> N
     imports = _third_party_imports()
     assert {"anthropic", "duckdb", "starlette"} <= set(imports)  # the scan sees real imports
     undeclared = {module: where for module, where in imports.items()
-                  if not declared & {_normalized(d) for d in providers.get(module, [module])}}
+                  if not declared & {_normalized(d) for d in providers.get(module, [module])}
+                  and module not in OPTIONAL}
     assert not undeclared, f"imported but not in [project.dependencies]: {undeclared}"
+
+
+def test_optional_extras_are_declared_and_imported_behind_an_import_guard() -> None:
+    """`ray` is imported by ray_exec alone (others reach it through it), each import inside a
+    `try: ... except ImportError` there, and the extra is declared (and in the test extra, so
+    CI runs the cluster tests)."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for module, owner in OPTIONAL.items():
+        assert module in _names(extras[module]) and module in _names(extras["test"])
+        importers = {str(p.relative_to(REPO)) for folder in PRODUCT_SOURCES
+                     for p in (REPO / folder).rglob("*.py") if _imports(p, module)}
+        assert importers == {owner}
+        tree = ast.parse((REPO / owner).read_text(encoding="utf-8"))
+        guarded = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
+                   and any(isinstance(h.type, ast.Name) and h.type.id == "ImportError"
+                           for h in t.handlers) for n in t.body}
+        top_level = [n for n in ast.walk(tree) if isinstance(n, ast.Import)
+                     and any(a.name == module for a in n.names)]
+        assert top_level and all(id(n) in guarded for n in top_level)
+
+
+def _imports(path: Path, module: str) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(a.name.partition(".")[0] == module
+                                                for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.partition(".")[0] == module:
+            return True
+    return False

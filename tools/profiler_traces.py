@@ -58,18 +58,26 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
     timeout_s = 600.0
 
     def run(self, ctx: ToolContext, args: TracesInput) -> TracesOutput:
+        from goodput_agent.analysis.rank_digest import (
+            TraceDigest,
+            analyse_digests,
+            digest_traces,
+        )
         from goodput_agent.analysis.slowdown import analyse
         from goodput_agent.parsing.trace_load import load_traces
 
         if ctx.bundle is None:
             raise ToolUnavailable("no incident bundle is open")
         out = TracesOutput()
-        traces: list[Trace] = []
+        traces: list[Trace | TraceDigest] = []
         found = ctx.bundle.inventory.of_format("kineto_trace")
-        loaded = load_traces([(ctx.bundle.root / f.rel_path, f.rel_path, f.node_hint)
-                              for f in found])
+        jobs = [(ctx.bundle.root / f.rel_path, f.rel_path, f.node_hint) for f in found]
+        runner = ctx.bundle.runner
+        # on a cluster each rank is digested where it lies; here the whole traces are loaded
+        loaded = digest_traces(runner, jobs, here_only=ctx.bundle.unpacked) if runner \
+            else load_traces(jobs)
         for f, trace in zip(found, loaded, strict=True):
-            if isinstance(trace, ParseError):
+            if isinstance(trace, ParseError | str):
                 out.problems[f.rel_path] = str(trace)
                 ctx.bundle.mark_unread(f, str(trace))
                 continue
@@ -77,13 +85,14 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
             for w in trace.warnings:
                 out.problems.setdefault(f.rel_path, w)
             traces.append(trace)
-        runs = split_runs(traces, ctx.bundle.inventory.incident)
+        runs = split_runs(traces, ctx.bundle.inventory.incident)  # type: ignore[arg-type]
         out.runs_from, out.assumptions = runs.how, runs.assumptions
         if not runs.incident:
             return out
         series, _ = read_clock_series(ctx)
-        out.breakdown, out.verdict = analyse(runs.incident, runs.baseline or None,
-                                             series or None)
+        verdict_of = analyse_digests if runner else analyse
+        out.breakdown, out.verdict = verdict_of(runs.incident, runs.baseline or None,
+                                                series or None)
         return out
 
 

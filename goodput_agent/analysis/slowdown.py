@@ -96,6 +96,12 @@ class _Run:
         ranks = [rank_breakdown(tl, rw.exposed) for tl, rw in zip(tls, waits.ranks, strict=True)]
         return cls(label, tls, waits, RunBreakdown(label=label, ranks=ranks))
 
+    @classmethod
+    def prepared(cls, label: str, timelines: list, waits: RunWaits,
+                 ranks: list[RankBreakdown]) -> _Run:
+        """A run whose timelines answer RankTimeline's step queries (rank_digest's views)."""
+        return cls(label, timelines, waits, RunBreakdown(label=label, ranks=ranks))
+
     def pairs(self) -> list[tuple[RankTimeline, RankBreakdown]]:
         return [(tl, r) for tl, r in zip(self.timelines, self.breakdown.ranks, strict=True)
                 if r.mean_parts]
@@ -107,6 +113,9 @@ class _Run:
         out = {p: statistics.fmean(r.mean_parts[p] for r in ranks) for p in PARTS}
         out["step"] = sum(out[p] for p in PARTS)
         return out
+
+
+Run = _Run  # the public name, for rank_digest
 
 
 @dataclass
@@ -235,12 +244,22 @@ def analyse(incident: list[Trace], baseline: list[Trace] | None = None,
     base_traces = [t for t in baseline or [] if t.gpu]
     inc = _Run.of("incident", gpu_traces)
     base = _Run.of("baseline", base_traces) if base_traces else None
+    gpu_less = [t.meta.path for t in [*incident, *(baseline or [])] if not t.gpu]
+    return analyse_runs(inc, base, gpu_less, series, series_paths)
+
+
+def analyse_runs(inc: Run, base: Run | None, gpu_less_paths: list[str],
+                 series: list[Series] | None = None,
+                 series_paths: Mapping[str, str] | None = None
+                 ) -> tuple[Breakdown, SlowdownVerdict]:
+    """`analyse` of runs already prepared (from traces here, or from rank digests made where
+    the traces lie); `gpu_less_paths`: the traces without GPU kernels."""
     breakdown = Breakdown(incident=inc.breakdown, baseline=base.breakdown if base else None,
                           notes=NOTES)
-    gpu_less = [f"{t.meta.path}: no GPU kernels in the trace (a CPU-only or device-less trace)"
-                for t in [*incident, *(baseline or [])] if not t.gpu]
+    gpu_less = [f"{p}: no GPU kernels in the trace (a CPU-only or device-less trace)"
+                for p in gpu_less_paths]
     if not inc.parts():
-        why = ("no incident trace has GPU kernels: nothing to break down" if not gpu_traces
+        why = ("no incident trace has GPU kernels: nothing to break down" if not inc.timelines
                else "no incident trace has a step to break down")
         return breakdown, SlowdownVerdict(category="unknown", confidence=0.0, summary=why,
                                           unknowns=gpu_less or [why])

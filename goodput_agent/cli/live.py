@@ -18,6 +18,7 @@ from goodput_agent.cli.k8s import (
     collect_latency_options,
     k8s_options,
 )
+from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.collect.base import Manifest
 from goodput_agent.report import Report
@@ -60,8 +61,9 @@ def render_manifest(m: Manifest, root: Path, console: Console) -> None:
 @click.option("--timeout", "timeout_s", default=30.0, show_default=True,
               help="Seconds to wait for each Slurm command or Kubernetes/Prometheus call.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@ray_option
 def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json: bool,
-                **k8s_flags: object) -> None:
+                ray_address: str | None = None, **k8s_flags: object) -> None:
     """Write an incident bundle from live sources, with a manifest.json of what was collected
     from where (commands, time window) and what could not be."""
     from goodput_agent.collect.slurm import collect_slurm_job
@@ -71,8 +73,12 @@ def collect_cmd(slurm_job: str | None, out_dir: Path, timeout_s: float, as_json:
         raise click.UsageError("give one of --slurm-job, --k8s-job or --k8s-pod")
     if slurm_job and k8s.prometheus:
         raise click.UsageError("--prometheus goes with --k8s-job or --k8s-pod")
+    if ray_address and k8s.wanted:
+        raise click.UsageError("--ray goes with --slurm-job (a pod's logs come from the API)")
+    runner = ray_runner(ray_address)  # the other nodes' kernel logs read there, as Ray tasks
     manifest = collect_k8s_bundle(k8s, out_dir, timeout_s) if k8s.wanted else \
-        collect_slurm_job(slurm_job or "", out_dir, _slurm_cli(timeout_s))
+        collect_slurm_job(slurm_job or "", out_dir, _slurm_cli(timeout_s),
+                          on_node=runner.run_on if runner else None)
     if as_json:
         click.echo(json_text(manifest.model_dump_json(by_alias=True, indent=2)))
     else:

@@ -27,6 +27,7 @@ from goodput_agent.cli.fleet import fleet_cmd
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.live import collect_cmd
 from goodput_agent.cli.node import node_health
+from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole, investigations_table
 from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli.trace import trace
@@ -79,9 +80,9 @@ def cli(log_level: str) -> None:
 
 
 @contextmanager
-def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
+def scan_progress(wanted: bool = True) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on stderr for long scans, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
+    if not wanted or not sys.stderr.isatty():
         yield None
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -97,13 +98,15 @@ def scan_progress() -> Iterator[Callable[[int, int], None] | None]:
 
 
 def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_json: bool,
-                 pictures_dir: Path | None = None, claude: object = None) -> None:
+                 pictures_dir: Path | None = None, claude: object = None,
+                 ray_address: str | None = None) -> None:
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import open_ledger
 
-    with open_ledger(ledger_path) as ledger, scan_progress() as progress:
+    runner = ray_runner(ray_address)  # it shows its own progress: ranks done out of ranks
+    with open_ledger(ledger_path) as ledger, scan_progress(runner is None) as progress:
         report = investigate_bundle(bundle, ledger, kind, progress=progress,
-                                    pictures_dir=pictures_dir, claude=claude)
+                                    pictures_dir=pictures_dir, claude=claude, runner=runner)
     _show(report, as_json)
 
 
@@ -172,15 +175,18 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")
 @k8s_options
+@ray_option
 @json_option
 @ledger_option
 def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None,
                 prometheus_url: str | None, service: str | None, tz_name: str | None,
                 timeout_s: float, since_text: str | None, as_json: bool,
                 ledger_path: Path | None, planner: str, slurm_job: str | None = None,
-                **claude_flags: object) -> None:
+                ray_address: str | None = None, **claude_flags: object) -> None:
     """Investigate an incident bundle (a directory or a .tar.gz of one), or a live Prometheus."""
     k8s = K8sArgs.pop(claude_flags)
+    if ray_address and (k8s.wanted or slurm_job or prometheus_url):
+        raise click.UsageError("--ray goes with a bundle (a directory or .tar.gz)")
     claude = claude_settings(planner, claude_flags)  # None: the offline planner
     if k8s.wanted:
         k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too (a vLLM pod's)
@@ -203,7 +209,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
                       timeout_s, ledger_path, as_json, pictures_dir)
     if bundle is None:
         raise click.UsageError("give a bundle (a directory or .tar.gz) or --prometheus URL")
-    _investigate(bundle, ledger_path, kind, as_json, pictures_dir, claude)
+    _investigate(bundle, ledger_path, kind, as_json, pictures_dir, claude, ray_address)
 
 
 @cli.command()

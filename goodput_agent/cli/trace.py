@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from goodput_agent.analysis.trace_select import load_one, pick_step
+from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_text, line, markup
 
@@ -22,11 +23,13 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
     from rich.table import Table
 
+    from goodput_agent.analysis.rank_digest import TraceDigest
     from goodput_agent.analysis.slowdown_model import (
         Breakdown,
         RankBreakdown,
         SlowdownVerdict,
     )
+    from goodput_agent.parallel import Runner
     from goodput_agent.parsing.trace_model import Trace
 
 EXIT_NO_VERDICT = 3
@@ -45,31 +48,70 @@ def load_run(path: Path) -> list[Trace]:
     bundle), named by their path under `path`'s own name."""
     if not path.is_dir():
         return [load_one(path)]
+    from goodput_agent.parsing.trace_load import load_traces
+
+    found = _trace_jobs(path)
+    return _kept(path, load_traces(found))
+
+
+def _trace_jobs(path: Path) -> list[tuple[Path, str, str | None]]:
+    """(file, name, node hint) of every Kineto trace under a directory, found by content."""
     from goodput_agent.bundle import scan
 
-    inv = scan(path)
-    found = inv.of_format("kineto_trace")
+    found = scan(path).of_format("kineto_trace")
     if not found:
         raise BadInput(f"{path}: no Kineto trace in this directory (JSON with traceEvents, "
                        "plain or .gz)")
+    return [(path / f.rel_path, str(path / f.rel_path), f.node_hint) for f in found]
+
+
+def _kept(path: Path, loaded: list) -> list:
+    """The traces (or digests) that loaded; a warning line for each that did not."""
     from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import load_traces
 
     traces, skipped = [], []
-    for t in load_traces([(path / f.rel_path, str(path / f.rel_path), f.node_hint)
-                          for f in found]):
-        if isinstance(t, ParseError):
+    for t in loaded:
+        if isinstance(t, ParseError | str):
             skipped.append(f"skipped: {str(t).splitlines()[0]}")
         else:
             traces.append(t)
     _warn(skipped)
     if not traces:
-        raise BadInput(f"{path}: none of its {len(found)} traces could be loaded")
+        raise BadInput(f"{path}: none of its {len(loaded)} traces could be loaded")
     return traces
 
 
-def _need_gpu(traces: list[Trace], where: Path) -> list[Trace]:
-    with_gpu = [t for t in traces if t.gpu]
+def load_runs(paths: list[Path], runner: Runner | None) -> list[list]:
+    """`load_run` of each path; with a runner (--ray), every rank of every path digested on
+    the cluster in one go (progress counts them all), digests instead of whole traces."""
+    if runner is None:
+        return [load_run(p) for p in paths]
+    from goodput_agent.analysis.rank_digest import digest_traces
+
+    jobs: list[list[tuple[Path, str, str | None]]] = []
+    for p in paths:
+        if p.is_dir():
+            jobs.append(_trace_jobs(p))
+        elif not p.exists():
+            raise BadInput(f"{p}: no such file or directory")
+        else:
+            jobs.append([(p, str(p), None)])
+    loaded = digest_traces(runner, [j for js in jobs for j in js])
+    out, at = [], 0
+    for p, js in zip(paths, jobs, strict=True):
+        mine, at = loaded[at:at + len(js)], at + len(js)
+        if not p.is_dir() and isinstance(mine[0], str):  # as load_one: the file's own line
+            raise BadInput(mine[0].splitlines()[0] if mine[0] else f"{p}: not a trace")
+        out.append(_kept(p, mine))
+    return out
+
+
+def _has_gpu(t: Trace | TraceDigest) -> bool:
+    return bool(t.gpu) if hasattr(t, "gpu") else t.has_gpu  # type: ignore[union-attr]
+
+
+def _need_gpu(traces: list, where: Path) -> list:
+    with_gpu = [t for t in traces if _has_gpu(t)]
     if not with_gpu:
         which = "the trace" if len(traces) == 1 else "any trace"
         raise BadInput(f"{where}: no usable GPU kernels in {which} (CPU-only, or none with a "
@@ -139,13 +181,17 @@ def trace() -> None:
 @click.argument("trace_file", metavar="TRACE", type=click.Path(path_type=Path))
 @_json
 @_top
-def summary(trace_file: Path, as_json: bool, top: int) -> None:
+@ray_option
+def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) -> None:
     """The per-step breakdown of one trace and its heaviest kernel families."""
     from goodput_agent.analysis.trace_steps import rank_breakdown
 
-    tr = _need_gpu([load_one(trace_file)], trace_file)[0]
+    runner = ray_runner(ray_address)
+    if runner is not None and trace_file.is_dir():  # as load_one says it
+        raise BadInput(f"{trace_file}: a directory, not a trace file")
+    tr = _need_gpu(load_runs([trace_file], runner)[0], trace_file)[0]
     _warn(tr.warnings)
-    rk = rank_breakdown(tr)
+    rk = tr.breakdown if runner else rank_breakdown(tr)
     if as_json:
         click.echo(json_text(rk.model_dump_json(indent=2)))
         return
@@ -165,18 +211,22 @@ def summary(trace_file: Path, as_json: bool, top: int) -> None:
 @click.argument("slow", type=click.Path(path_type=Path))
 @_json
 @_top
-def diff_cmd(base: Path, slow: Path, as_json: bool, top: int) -> None:
+@ray_option
+def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str | None) -> None:
     """What changed from BASE to SLOW (each a trace or a directory of one run's traces): the
     median step's parts per rank, kernel families per call, and the verdict. --json prints
     {"breakdown": <Breakdown>, "verdict": <SlowdownVerdict>}; exit 3 when there is no verdict."""
 
+    from goodput_agent.analysis.rank_digest import analyse_digests
     from goodput_agent.analysis.slowdown import analyse
 
-    base_traces, slow_traces = load_run(base), load_run(slow)
+    runner = ray_runner(ray_address)
+    base_traces, slow_traces = load_runs([base, slow], runner)
     _warn([w for t in (*base_traces, *slow_traces) for w in t.warnings])
     _need_gpu(base_traces, base)
     _need_gpu(slow_traces, slow)
-    breakdown, verdict = analyse(slow_traces, baseline=base_traces)
+    verdict_of = analyse_digests if runner else analyse
+    breakdown, verdict = verdict_of(slow_traces, baseline=base_traces)  # type: ignore
     if as_json:
         click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
                                "verdict": verdict.model_dump(mode="json")}, indent=2))

@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 import re
 import socket
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 from functools import cache
 from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel
 
 from goodput_agent.collect.base import BundleWriter, Manifest
 from goodput_agent.metrics.source import TimeWindow
@@ -70,10 +73,11 @@ def _when(text: str | None) -> datetime | None:
 
 
 def collect_slurm_job(job_id: str, out_dir: Path, cli: SlurmCLI | None = None,
-                      kernel: KernelLog | None = None) -> Manifest:
+                      kernel: KernelLog | None = None, on_node: OnNode | None = None) -> Manifest:
     """Collect one job into `out_dir` (new or empty). Raises the typed source error when
     nothing at all can be read about the job (unknown job, no Slurm, controller and
-    accounting both unreachable); anything less is a partial bundle."""
+    accounting both unreachable); anything less is a partial bundle. `on_node`: runs a
+    function on another node of the job (a Ray cluster's), for the kernel logs there."""
     source = SlurmSource(cli)
     job = source.job(job_id)
     window = job_window(_when(job.start), _when(job.end))
@@ -85,7 +89,7 @@ def collect_slurm_job(job_id: str, out_dir: Path, cli: SlurmCLI | None = None,
             w.error("slurm", p.what, p.kind, p.error, p.command)
         _batch_script(w, job, source.cli)
         _job_logs(w, job)
-        _kernel_logs(w, job, window, kernel or KernelLog(env=source.cli.env))
+        _kernel_logs(w, job, window, kernel or KernelLog(env=source.cli.env), on_node)
         w.write_incident({"question": f"why did job {job.job_id} fail?", "job": job.job_id,
                           "window": {"start": window.start.isoformat(),
                                      "end": window.end.isoformat()},
@@ -128,15 +132,53 @@ def _job_logs(w: BundleWriter, job: SlurmJob) -> None:
                     origin=socket.gethostname())
 
 
-def _kernel_logs(w: BundleWriter, job: SlurmJob, window: TimeWindow, kernel: KernelLog) -> None:
+class NodeKernelLog(BaseModel):
+    """A node's kernel log read on that node (a Ray task there), or why it could not be."""
+
+    host: str
+    log: KernelLogOutput | None = None
+    error: str | None = None
+    command: str | None = None
+
+
+def kernel_log_here(window: TimeWindow) -> NodeKernelLog:
+    """This machine's kernel log over the window; runs on the node it is about."""
+    try:
+        return NodeKernelLog(host=socket.gethostname(), log=KernelLog().read(window))
+    except SourceError as exc:
+        return NodeKernelLog(host=socket.gethostname(), error=exc.message, command=exc.command)
+
+
+# runs a function on the cluster node named by any of the names; None: no such node
+OnNode = Callable[..., NodeKernelLog | None]
+
+
+def _remote_kernel_log(w: BundleWriter, node: str, names: list[str], window: TimeWindow,
+                       on_node: OnNode | None) -> None:
+    what = f"kernel log of {node}"
+    got = on_node(names, kernel_log_here, window) if on_node else None
+    if got is None:
+        w.error("kernel_log", what, "unreachable",
+                f"{node} is another machine: run `goodput collect` there (or collect with "
+                f"--ray on a Ray cluster that has the node), or copy `journalctl -k -o "
+                f"short-iso` of {node} into nodes/{node}/")
+    elif got.log is None or not got.log.text.strip():
+        w.error("kernel_log", what, "unreadable" if got.log is None else "empty",
+                got.error or "no kernel lines in the window", got.command, origin=got.host)
+    else:
+        w.write_text(f"nodes/{node}/{got.log.name}", got.log.text, source="kernel_log",
+                     what=what, command=got.log.argv, origin=got.host)
+
+
+def _kernel_logs(w: BundleWriter, job: SlurmJob, window: TimeWindow, kernel: KernelLog,
+                 on_node: OnNode | None = None) -> None:
     here = set(local_nodes(job))
+    addrs = node_addresses(job) if on_node else {}
     log: KernelLogOutput | SourceError | None = None
     for node in job.nodes:
         what = f"kernel log of {node}"
         if node not in here:
-            w.error("kernel_log", what, "unreachable",
-                    f"{node} is another machine: run `goodput collect` there, or copy "
-                    f"`journalctl -k -o short-iso` of {node} into nodes/{node}/")
+            _remote_kernel_log(w, node, [node, *addrs.get(node, [])], window, on_node)
             continue
         if log is None:
             try:
