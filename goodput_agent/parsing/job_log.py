@@ -50,6 +50,7 @@ from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing import kernel_log, nccl_vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
+from goodput_agent.parsing.prefilter import prefilter_for
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 FORMAT = "job_log"
@@ -58,8 +59,8 @@ MESSAGE_CHARS = 1000
 BARE_EXCEPTION_WEIGHT = 0.3  # an exception line without its traceback
 LOOKBACK_LINES = 20_000  # how far back (undecoded lines) to look for the carried time
 
-# Literal markers: a line is decoded only when it holds one of these (case-sensitive). Each
-# marker costs one pass over every chunk, so they are few and broad; the matchers below filter.
+# Literal markers: a line is decoded only when it holds one of these (case-sensitive). One
+# prefilter pass finds them all (prefilter.py); they are broad, the matchers below filter.
 MARKERS: tuple[bytes, ...] = (
     b"rror",  # Error / error: exceptions, "srun: error:", "slurmstepd: error: *** JOB ..."
     b"xception", b"Traceback", b"NCCL", b"emory", b"atchdog", b"ignal", b"exitcode",
@@ -603,14 +604,7 @@ class ScanState:
 
 def _scan_buffer(buf: bytes, base_line: int, st: ScanState
                  ) -> Iterator[tuple[int, str | None, str | None]]:
-    starts: set[int] = set()
-    for marker in MARKERS:
-        pos = buf.find(marker)
-        while pos != -1:
-            starts.add(buf.rfind(b"\n", 0, pos) + 1)
-            end = buf.find(b"\n", pos)
-            pos = buf.find(marker, end) if end != -1 else -1
-    ordered = sorted(starts)
+    ordered = prefilter_for(MARKERS).line_starts(buf)
     idx, cursor, n = 0, 0, len(buf)
     last_pos, last_line = 0, base_line
     while cursor < n:
