@@ -50,7 +50,7 @@ from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing import kernel_log, nccl_vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
-from goodput_agent.parsing.prefilter import prefilter_for
+from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 FORMAT = "job_log"
@@ -600,6 +600,7 @@ def _lookback(buf: bytes, lo: int, hi: int) -> bytes | None:
 class ScanState:
     window: int = 0  # lines still to decode after a trigger
     lines: int = 0  # lines in the file, once the scan is done
+    counted: tuple[int, int] = (0, 0)  # newlines counted in the buffer so far: (to offset, n)
 
 
 def _scan_buffer(buf: bytes, base_line: int, st: ScanState
@@ -619,13 +620,14 @@ def _scan_buffer(buf: bytes, base_line: int, st: ScanState
         end = buf.find(b"\n", s)
         end = n if end == -1 else end
         ts_line = _lookback(buf, cursor, s) if s > cursor else None
-        last_line += buf.count(b"\n", last_pos, s)
+        last_line += count_newlines(buf, last_pos, s)
         last_pos = s
         raw = buf[s:end]
         st.window -= 1
         for trig, size in TRIGGERS:
             if trig in raw:
                 st.window = max(st.window, size)
+        st.counted = (last_pos, last_line - base_line)
         yield last_line, decode(raw), decode(ts_line) if ts_line else None
         cursor = end + 1
     if cursor < n:  # the tail: a timestamp there is the carried time for the next chunk
@@ -656,8 +658,10 @@ def scan_with_times(path: Path, st: ScanState | None = None
                 carry, buf = buf[cut + 1:], buf[: cut + 1]
             else:
                 carry = b""
+            st.counted = (0, 0)
             yield from _scan_buffer(buf, base_line, st)
-            base_line += buf.count(b"\n")
+            upto, seen = st.counted
+            base_line += seen + count_newlines(buf, upto)
             st.lines = base_line - 1 + (0 if buf.endswith(b"\n") else 1)
             if not block:
                 return

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from goodput_agent.parsing.prefilter import prefilter_for
+from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
 
 CHUNK_BYTES = 8 * 1024 * 1024
 MAX_LINE_CHARS = 16 * 1024  # longer lines are cut: a 10 MB single-line log must not blow up
@@ -95,11 +95,11 @@ def scan_lines(path: Path, literals: Iterable[bytes],
                 carry = b""
             last_pos, last_line = 0, base_line
             for start in prefilter.line_starts(buf):
-                last_line += buf.count(b"\n", last_pos, start)
+                last_line += count_newlines(buf, last_pos, start)
                 last_pos = start
                 end = buf.find(b"\n", start)
                 yield last_line, decode(buf[start : end if end != -1 else len(buf)])
-            base_line += buf.count(b"\n")
+            base_line += count_newlines(buf)
             count.lines = base_line - 1 + (0 if buf.endswith(b"\n") else 1)
             if not block:
                 return

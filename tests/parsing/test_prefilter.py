@@ -63,3 +63,24 @@ def test_scan_lines_counts_the_file_lines(tmp_path) -> None:
     assert count.lines == 4
     p.write_bytes(b"a\nb\n")
     assert list(scan_lines(p, [b"Xid"], count)) == [] and count.lines == 2
+
+
+@pytest.mark.parametrize("chunk", [64, 1000, 1 << 20])
+def test_job_log_scan_numbers_lines_exactly_across_chunks(tmp_path, monkeypatch,
+                                                          chunk: int) -> None:
+    from goodput_agent.parsing import job_log
+
+    monkeypatch.setattr(job_log, "CHUNK_BYTES", chunk)
+    rng = random.Random(chunk)
+    pool = ["2024-05-01 10:00:00,000 INFO step 3 loss 1.0", "plain text", "",
+            "[rank1]: NCCL WARN x", "RuntimeError: boom", "  at frame"]
+    lines = [rng.choice(pool) for _ in range(3000)]
+    p = tmp_path / "rank1.log"
+    p.write_text("\n".join(lines))  # no final newline
+    st = job_log.ScanState()
+    seen = {n: text for n, text, _ in job_log.scan_with_times(p, st) if text is not None}
+    assert all(lines[n - 1] == text for n, text in seen.items())
+    marked = {i + 1 for i, ln in enumerate(lines) if any(m.decode() in ln for m in
+                                                        job_log.MARKERS)}
+    assert marked and marked <= set(seen)
+    assert st.lines == len(lines)
