@@ -68,13 +68,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.intervals import union_columns, union_totals
-from goodput_agent.parsing.trace_model import Trace
+from goodput_agent.parsing.trace_model import Columns, Trace
 
 HTA_VERSION = "0.5.0"
 KERNEL_WAIT_US = 30.0  # HTA's default consecutive_kernel_delay
@@ -192,41 +191,43 @@ def _last_step_start(trace: Trace) -> float | None:
     return max(starts) if starts else None
 
 
-def _column(items: Sequence[object], field: str, dtype: type) -> np.ndarray:
-    return np.fromiter(map(attrgetter(field), items), dtype, len(items))
-
-
-def _launch_starts(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def _launch_starts(runtime: Columns) -> tuple[np.ndarray, np.ndarray]:
     """Correlation ids of the CPU launch calls (not syncs), sorted, and each one's rounded start
     (the last call with an id wins, as a dict filled in trace order would have it)."""
-    calls = [r for r in trace.runtime if r.correlation >= 0 and r.cat != "cuda_sync"]
-    corr = _column(calls, "correlation", np.int64)[::-1]
+    calls = (runtime.numbers["correlation"] >= 0) & \
+        (runtime.text["cat"] != runtime.codes_of("cuda_sync"))
+    corr = runtime.numbers["correlation"][calls][::-1]
     ids, first = np.unique(corr, return_index=True)  # first in reverse = last in trace order
-    return ids, np.ceil(_column(calls, "ts", np.float64)[::-1][first])
+    return ids, np.ceil(runtime.numbers["ts"][calls][::-1][first])
 
 
 def _lookup(ids: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """values[ids == key] per key, NaN where the key is negative or not among the ids."""
-    at = np.minimum(np.searchsorted(ids, keys), max(len(ids) - 1, 0))
-    hit = (keys >= 0) & (ids[at] == keys) if len(ids) else np.zeros(len(keys), bool)
-    return np.where(hit, values[at] if len(ids) else np.nan, np.nan)
+    if not len(ids):
+        return np.full(len(keys), np.nan)
+    at = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+    return np.where((keys >= 0) & (ids[at] == keys), values[at], np.nan)
 
 
 def _timeline(trace: Trace, filtered: bool) -> tuple[_Timeline, float | None]:
+    gpu, runtime = trace.gpu_columns(), trace.runtime_columns()
     # Kineto writes a stream sync on the GPU row of its stream (tid = stream)
-    syncs = [s for s in trace.runtime if s.cat == "cuda_sync"]
-    gpu, n = trace.gpu, len(trace.gpu)
-    ts = np.concatenate((_column(gpu, "ts", np.float64), _column(syncs, "ts", np.float64)))
-    dur = np.concatenate((_column(gpu, "dur", np.float64), _column(syncs, "dur", np.float64)))
-    stream = np.concatenate((_column(gpu, "stream", np.int64), _column(syncs, "tid", np.int64)))
-    corr = np.concatenate((_column(gpu, "correlation", np.int64),
-                           _column(syncs, "correlation", np.int64)))
-    index = np.concatenate((_column(gpu, "index", np.int64), _column(syncs, "index", np.int64)))
-    names = [g.name for g in gpu] + [s.name for s in syncs]
-    codes = {name: _TYPE_CODE[hta_kernel_type(name)] for name in set(names)}
-    kind = np.fromiter(map(codes.__getitem__, names), np.int8, len(names))
+    syncs = runtime.text["cat"] == runtime.codes_of("cuda_sync")
+    n = len(gpu)
+
+    def both(gpu_field: str, sync_field: str) -> np.ndarray:
+        return np.concatenate((gpu.numbers[gpu_field], runtime.numbers[sync_field][syncs]))
+
+    ts, dur, stream, corr, index = (both("ts", "ts"), both("dur", "dur"),
+                                    both("stream", "tid"), both("correlation", "correlation"),
+                                    both("index", "index"))
+    gpu_kind = np.array([_TYPE_CODE[hta_kernel_type(w)] for w in gpu.words], np.int8)
+    sync_kind = np.array([_TYPE_CODE[hta_kernel_type(w)] for w in runtime.words], np.int8)
+    kind = np.concatenate((gpu_kind[gpu.text["name"]] if n else np.zeros(0, np.int8),
+                           sync_kind[runtime.text["name"][syncs]] if syncs.any()
+                           else np.zeros(0, np.int8)))
     start, end = np.ceil(ts), np.floor(ts + dur)  # HTA rounds inwards (no-op on integers)
-    launch = _lookup(*_launch_starts(trace), corr)
+    launch = _lookup(*_launch_starts(runtime), corr)
     is_op = np.arange(len(ts)) < n
     keep = stream >= 0
     last = _last_step_start(trace) if filtered else None
