@@ -18,9 +18,11 @@ import math
 import re
 import sys
 from collections.abc import Iterable
+from itertools import chain
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 import orjson
 from msgspec import UNSET, UnsetType
 
@@ -34,6 +36,7 @@ from goodput_agent.parsing.trace_model import (
     Columns,
     Step,
 )
+from goodput_agent.parsing.trace_vector import Chunk, Piece, id_column, read_piece
 
 _KERNEL, _MEMCPY, _MEMSET, _RUNTIME, _ANNOTATION, _CPU_OP, _OTHER_DEVICE = range(7)
 _CATS = {
@@ -103,21 +106,25 @@ class _Event(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(list[_Event])
 
 
-def decode_piece(piece: bytes, sink: Collector) -> bool:
-    """Read `[piece]` into `sink`; False when it is not valid JSON (a cut in the wrong place)."""
-    text = b"[" + piece + b"]"
-    if piece.isascii() and b"\\u" not in piece:  # text both decoders read alike
+def decode_piece(buf: bytes, end: int, sink: Collector) -> bool:
+    """Read `[buf[:end]]` (whole events) into `sink`; False when it is not valid JSON (a cut in
+    the wrong place)."""
+    # text both decoders read alike: ASCII (all of `buf`, a little more than the piece), no
+    # escapes (orjson refuses a lone surrogate's \\u escape)
+    plain = buf.isascii() and (buf.find(b"\\", 0, end) < 0 or buf.find(b"\\u", 0, end) < 0)
+    with sink.bracketed(buf, end) as text:
+        if plain:
+            try:
+                sink.extend_typed(_DECODER.decode(text))
+                return True
+            except msgspec.ValidationError:
+                pass  # types the structs do not take: read as dicts, by the same rules
+            except msgspec.DecodeError:
+                return False
         try:
-            sink.extend_typed(_DECODER.decode(text))
-            return True
-        except msgspec.ValidationError:
-            pass  # types the structs do not take: read as dicts, by the same rules
-        except msgspec.DecodeError:
+            events = orjson.loads(text)
+        except orjson.JSONDecodeError:
             return False
-    try:
-        events = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
     sink.extend(events)
     return True
 
@@ -142,7 +149,21 @@ class Collector:
         self.pids: dict[int, int] = {}
         # per GPU category code: name -> (interned name, kind)
         self._names: tuple[dict[str, tuple[str, str]], ...] = ({}, {}, {})
-        self._keep: dict[str, bool] = {}  # cpu_op name -> kept
+        self.pieces: list[Piece] = []  # read a piece at a time, as columns
+        self._text = bytearray()  # "[" + piece + "]", one buffer for every piece
+
+    def bracketed(self, buf: bytes, end: int) -> memoryview:
+        """`[` + buf[:end] + `]` in a buffer kept from piece to piece (a fresh 2 MB bytes object
+        per piece costs more than decoding it); release the view before the next call."""
+        n = end + 2
+        if len(self._text) < n:
+            self._text = bytearray(max(n, 2 * len(self._text)))
+        text = self._text
+        text[0] = 0x5B
+        with memoryview(buf) as whole:
+            text[1 : n - 1] = whole[:end]
+        text[n - 1] = 0x5D
+        return memoryview(text)[:n]
 
     def extend(self, events: Iterable[Any]) -> None:
         """Events as dicts (orjson, ijson): anything may be anywhere."""
@@ -180,41 +201,17 @@ class Collector:
             self.count = index + 1
 
     def extend_typed(self, events: list[_Event]) -> None:
-        """Events as _Event structs: the types are the decoder's, only the values are read."""
-        cats, keep = _CATS, self._keep
-        index = self.count - 1
-        try:
-            for e in events:
-                index += 1
-                code = cats.get(e.cat)
-                if code is None:
-                    continue
-                name = e.name
-                if code == _CPU_OP:
-                    if name is None:
-                        continue
-                    kept = keep.get(name)
-                    if kept is None:
-                        kept = keep[name] = _keep_cpu_op(name)
-                    if not kept:
-                        continue  # the bulk of a trace
-                if e.ph != "X":
-                    continue
-                ts, dur = e.ts, e.dur
-                if name is None or ts is None or dur is None:
-                    self.malformed += 1
-                    continue
-                args = e.args
-                if args is None:
-                    correlation, device, stream = -1, e.pid, e.tid
-                else:
-                    correlation = args.correlation if args.correlation is not None else -1
-                    device = e.pid if args.device is UNSET else args.device
-                    stream = e.tid if args.stream is UNSET else args.stream
-                self._add(code, name, e.cat, ts, dur, e.pid, e.tid, correlation, device, stream,
-                          index)
-        finally:
-            self.count = index + 1
+        """Events as _Event structs (the types are the decoder's): the same rules, a whole
+        piece at a time (trace_vector.read_piece)."""
+        piece = read_piece(events, self.count, _CATS, _keep_cpu_op, _as_int)
+        self.count += len(events)
+        self.pieces.append(piece)
+        self.malformed += piece.malformed
+        self.negative += piece.negative
+        self.other_device += piece.other_device
+        for pid, n in piece.pids.items():
+            self.pids[pid] = self.pids.get(pid, 0) + n
+        self.step_spans.extend(piece.step_spans)
 
     def _add(self, code: int, name: str, cat: str, ts: float, dur: float, pid: Any, tid: Any,
              correlation: int, device: Any, stream: Any, index: int) -> None:
@@ -253,6 +250,9 @@ class Collector:
                 self.step_spans.append((tid, int(number), ts, dur))
         self.annotations.append(row)
 
+    def gpu_ops(self) -> int:
+        return len(self.gpu) + sum(len(p.gpu["ts"]) for p in self.pieces)
+
     def steps(self) -> list[Step]:
         """ProfilerStep spans of the thread that has the most, identical duplicates once."""
         by_tid: dict[int, set[tuple[int, float, float]]] = {}
@@ -265,16 +265,42 @@ class Collector:
 
     def columns(self) -> tuple[Columns, Columns, Columns]:
         """The GPU ops, runtime calls and annotations, each sorted by ts (ties in trace order)."""
-        return (_columns(self.gpu, GPU_FIELDS), _columns(self.runtime, CPU_FIELDS),
-                _columns(self.annotations, CPU_FIELDS))
+        return (_join(self.gpu, [p.gpu for p in self.pieces], GPU_FIELDS),
+                _join(self.runtime, [p.runtime for p in self.pieces], CPU_FIELDS),
+                _join(self.annotations, [p.annotations for p in self.pieces], CPU_FIELDS))
 
 
-def _columns(rows: list[tuple], names: tuple[str, ...]) -> Columns:
-    rows.sort(key=_first)  # stable: equal times keep trace order
-    values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    return Columns.of_values(dict(zip(names, values, strict=True)))
+def _rows_chunk(rows: list[tuple], names: tuple[str, ...]) -> Chunk:
+    chunk: Chunk = {}
+    for name, values in zip(names, zip(*rows, strict=True), strict=True):
+        if name in ("ts", "dur"):
+            chunk[name] = np.array(values, np.float64)
+            chunk[f"{name}_float"] = np.fromiter((type(v) is float for v in values), bool,
+                                                 len(values))
+        elif name in ("kind", "name", "cat"):
+            chunk[name] = list(values)
+        else:
+            chunk[name] = id_column(list(values), int)
+    return chunk
 
 
-def _first(row: tuple) -> Any:
-    return row[0]
-
+def _join(rows: list[tuple], chunks: list[Chunk], names: tuple[str, ...]) -> Columns:
+    """One kind's chunks as Columns, sorted by (ts, trace position): a stable sort by ts."""
+    chunks = [c for c in (*chunks, _rows_chunk(rows, names) if rows else {}) if c and len(c["ts"])]
+    if not chunks:
+        return Columns.of_values({name: [] for name in names})
+    index = np.concatenate([c["index"] for c in chunks])
+    order = np.lexsort((index, np.concatenate([c["ts"] for c in chunks])))
+    numbers, text, floats, words = {}, {}, {}, {}
+    for name in names:
+        if isinstance(chunks[0][name], list):
+            values = list(map(list(chain.from_iterable(c[name] for c in chunks)).__getitem__,
+                              order.tolist()))
+            for word in dict.fromkeys(values):
+                words.setdefault(word, len(words))
+            text[name] = np.fromiter(map(words.__getitem__, values), np.int32, len(values))
+            continue
+        numbers[name] = np.concatenate([c[name] for c in chunks])[order]
+        if name in ("ts", "dur"):
+            floats[name] = np.concatenate([c[f"{name}_float"] for c in chunks])[order]
+    return Columns(numbers, text, list(words), floats)

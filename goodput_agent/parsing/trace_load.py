@@ -209,8 +209,8 @@ def _start_problem(buf: bytes) -> str | None:
 # the fast path
 
 
-def _emit(piece: bytes, sink: Collector) -> bool:
-    return decode_piece(piece, sink)
+def _emit(buf: bytes, end: int, sink: Collector) -> bool:
+    return decode_piece(buf, end, sink)
 
 
 def _tail_keys(tail: bytes) -> dict[str, Any]:
@@ -270,7 +270,7 @@ def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | Non
         if eof and len(buf) <= _TAIL_BYTES:
             break
         m = _BOUNDARY.search(buf, len(buf) - _TAIL_BYTES)
-        if m and _emit(buf[: m.start() + 1], sink):
+        if m and _emit(buf, m.start() + 1, sink):
             buf = buf[m.end() - 1 :]
             continue
         end, last, bad = _scan(buf)
@@ -279,7 +279,7 @@ def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | Non
         if end is not None:
             return _finish_array(buf, end, src, sink, top)
         if last >= 0:
-            if not _emit(buf[: last + 1], sink):
+            if not _emit(buf, last + 1, sink):
                 raise _Fallback
             buf, need_sep = buf[last + 1 :], True
         elif eof:
@@ -293,14 +293,14 @@ def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | Non
         raise _Fallback
     if end is not None:
         return _finish_array(buf, end, src, sink, top)
-    if last >= 0 and not _emit(buf[: last + 1], sink):
+    if last >= 0 and not _emit(buf, last + 1, sink):
         raise _Fallback
     return top, _cut_problem(src, sink.count)
 
 
 def _finish_array(buf: bytes, end: int, src: _Source, sink: Collector,
                   top: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    if not _emit(buf[:end], sink):
+    if not _emit(buf, end, sink):
         raise _Fallback
     rest = [buf[end + 1 :]]
     while block := src.read():
@@ -548,7 +548,7 @@ def load_traces(jobs: Sequence[tuple[Path, str | None, str | None]]) -> list[Tra
 
 def _build(top: dict[str, Any], problem: str | None, sink: Collector, name: str,
            node_hint: str | None) -> Trace:
-    if problem and not sink.gpu:
+    if problem and not sink.gpu_ops():
         raise TraceProblem(f"{name}: {problem}, before any GPU event")
     meta = trace_meta(top, name, node_hint)
     meta.events_total = sink.count
@@ -565,7 +565,7 @@ def _build(top: dict[str, Any], problem: str | None, sink: Collector, name: str,
     if sink.malformed:
         trace.warnings.append(f"{name}: skipped {sink.malformed} malformed events "
                               "(not objects, or without name/ts/dur)")
-    if not sink.gpu:
+    if not sink.gpu_ops():
         extra = f"; {sink.other_device} MTIA device events not analysed" \
             if sink.other_device else ""
         if sink.negative:
