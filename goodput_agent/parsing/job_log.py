@@ -1581,6 +1581,7 @@ _KERNELISH = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
     r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"
     r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]+ \d{4}\] |kernel: |.*\bNVRM: )")
+_KERNELISH_START = re.compile(_KERNELISH.pattern.removesuffix(r"|.*\bNVRM: )") + ")")
 _SACCT = re.compile(r"(?m)^\s*JobID\s+JobName|^JobID\|JobName|^-{6,} -{6,}|^\s*PARTITION\s+AVAIL|"
                     r"^JobId=\d+ ")
 
@@ -1611,7 +1612,9 @@ class JobLogParser:
             return False
         if _SACCT.search(head[:8192]):
             return False
-        kernelish = sum(1 for ln in lines if _KERNELISH.match(ln))
+        # `.*\bNVRM: ` scans the whole line: only lines that hold the word can match it
+        kernelish = sum(1 for ln in lines if (_KERNELISH_START if "NVRM: " not in ln
+                                               else _KERNELISH).match(ln))
         if kernelish * 2 >= len(lines):
             return False
         return bool(_SNIFF_POSITIVE.search(head)) or rank_from_filename(name) is not None

@@ -898,7 +898,9 @@ _SHAPE_AT_START, _SHAPE_INSIDE = _either(_SHAPES), _either(_SHAPES_ANYWHERE)
 
 
 def _kernel_shaped(line: str) -> bool:
-    return bool(_SHAPE_AT_START.match(line) or _SHAPE_INSIDE.search(line))
+    # every _SHAPES_ANYWHERE pattern holds one of these words: an unanchored search is costly
+    return bool(_SHAPE_AT_START.match(line) or (("kernel: " in line or "XidCriticalError" in line)
+                                                and _SHAPE_INSIDE.search(line)))
 
 
 class KernelLogParser:
