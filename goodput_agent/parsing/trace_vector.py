@@ -53,14 +53,17 @@ def id_column(values: list[Any], as_int: Any) -> np.ndarray:
         return np.array(ints, object).reshape(len(ints))
 
 
-def read_piece(events: list[Any], first: int, cats: dict[str, int], keep_cpu_op: Any,
-               as_int: Any) -> Piece:
+def read_piece(events: list[Any], first: int, complete: type, cats: dict[str, int],
+               keep_cpu_op: Any, as_int: Any) -> Piece:
     """The rows of `events` (structs from trace_collect's decoder, the first one at trace
-    position `first`), by Collector.extend's rules."""
-    n = len(events)
+    position `first`; `complete` is the struct of "ph": "X" events), by Collector.extend's
+    rules."""
+    is_x = np.fromiter((type(e) is complete for e in events), bool, len(events))
+    where = np.flatnonzero(is_x)
+    events = list(compress(events, is_x.tolist()))
     cat = [e.cat for e in events]
     code_of = {c: cats.get(c, -1) for c in set(cat)}
-    code = np.fromiter(map(code_of.__getitem__, cat), np.int8, n)
+    code = np.fromiter(map(code_of.__getitem__, cat), np.int8, len(events))
     pos = np.flatnonzero(code >= 0)
     cpu = pos[code[pos] == CPU_OP]
     if len(cpu):  # the bulk of a trace: only sync-like ops, DataLoader and steps are kept
@@ -69,12 +72,10 @@ def read_piece(events: list[Any], first: int, cats: dict[str, int], keep_cpu_op:
         kept = np.fromiter(map(keep_of.__getitem__, names), bool, len(names))
         pos = np.union1d(pos[code[pos] != CPU_OP], cpu[kept])
     picked = [events[i] for i in pos.tolist()]
-    complete = np.fromiter((e.ph == "X" for e in picked), bool, len(picked))
     bad = np.fromiter((e.name is None or e.ts is None or e.dur is None for e in picked), bool,
                       len(picked))
-    piece = Piece({}, {}, {}, malformed=int((complete & bad).sum()))
-    ok = complete & ~bad
-    pos, picked = pos[ok], list(compress(picked, ok.tolist()))
+    piece = Piece({}, {}, {}, malformed=int(bad.sum()))
+    pos, picked = pos[~bad], list(compress(picked, (~bad).tolist()))
     dur = np.array([e.dur for e in picked], np.float64).reshape(len(picked))
     code = code[pos]
     negative = dur < 0
@@ -82,7 +83,7 @@ def read_piece(events: list[Any], first: int, cats: dict[str, int], keep_cpu_op:
     piece.negative, piece.other_device = int(negative.sum()), int(other.sum())
     keep = ~negative & ~other
     pos, code, picked = pos[keep], code[keep], list(compress(picked, keep.tolist()))
-    _fill(piece, picked, code, pos + first, as_int)
+    _fill(piece, picked, code, where[pos] + first, as_int)
     return piece
 
 

@@ -72,6 +72,9 @@ def _same(a, b) -> bool:
      "args": {"correlation": 2 ** 70, "device": 1.0}},  # past 64 bits, a float id
     {"ph": "X", "cat": "kernel", "name": "caf\u00e9 \u2603", "ts": 12, "dur": 1},  # not ASCII
     {"ph": "X", "cat": "kernel", "name": "quote \" and \\ here", "ts": 12, "dur": 1},
+    {"cat": "kernel", "name": "k", "ts": 12, "dur": 1},  # no phase
+    {"ph": "Z", "cat": "kernel", "name": "k", "ts": 12, "dur": 1},  # a phase no format has
+    {"ph": "s", "cat": ["ac2g"], "id": 3, "ts": 12},  # a flow with an unhashable category
 ])
 def test_structs_keep_what_the_dict_reader_keeps(tmp_path: Path, monkeypatch, odd) -> None:
     events = ODD * 3 + ([odd] if odd is not None else [])
