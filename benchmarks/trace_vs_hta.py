@@ -9,8 +9,8 @@ in its own subprocess on the same files:
   breakdown, collective waits, the verdict);
 - HTA 0.5.0 (its own environment, tests/reference/hta_env.py): TraceAnalysis(trace_dir) +
   get_temporal_breakdown + get_comm_comp_overlap.
-Prints wall time and peak memory of each and the ratios (targets: Goodput >= 10x faster,
-<= 1/3 of HTA's peak memory): the time ratio for the same analyses (Goodput's wall time less
+Prints wall time and peak memory of each and the ratios (targets: Goodput >= 25x faster,
+<= 1/5 of HTA's peak memory): the time ratio for the same analyses (Goodput's wall time less
 its slowdown analysis, which HTA has no counterpart of) and with it, with the CPU time of each
 side's process tree beside the wall time (on a shared machine it moves less). Peak memory is
 sampled every 20 ms as the summed PSS of the side's process tree (HTA parses ranks in forked
@@ -206,12 +206,12 @@ def goodput_side(paths: list[Path]) -> None:
     metrics = hta_job_metrics(traces)
     analysed = time.perf_counter() - t - loaded
     steps, slowdown_s = None, None
+    t = time.perf_counter()  # its import is the slowdown analysis's cost, not the HTA metrics'
     try:  # the product's whole slowdown analysis: per-step breakdowns of every rank + verdict
         from goodput_agent.analysis.slowdown import analyse
     except ImportError:
         analyse = None
     if analyse is not None:
-        t = time.perf_counter()
         breakdown, _ = analyse(traces)
         slowdown_s = time.perf_counter() - t
         steps = sum(len(r.steps) for r in breakdown.incident.ranks)
@@ -279,10 +279,10 @@ def main() -> None:
           f"peak PSS {h_pss:6.0f} MB (largest process {h_rss:6.0f} MB)")
     same_work_s = g_wall - (g["slowdown_s"] or 0.0)  # the analyses HTA runs too, nothing more
     print(f"ratio HTA/goodput time, same analyses (load + temporal/idle/overlap): "
-          f"{h_wall / same_work_s:6.1f}x  (target >= 10x)")
+          f"{h_wall / same_work_s:6.1f}x  (target >= 25x)")
     print(f"ratio HTA/goodput time, plus Goodput's whole slowdown analysis:      "
           f"{h_wall / g_wall:6.1f}x  (CPU time {h_cpu / g_cpu:.1f}x)")
-    print(f"ratio goodput/HTA memory: {g_pss / h_pss:6.2f}   (target <= 0.33)")
+    print(f"ratio goodput/HTA memory: {g_pss / h_pss:6.2f}   (target <= 0.2)")
     theirs = {r["rank"]: r for r in h["temporal"]}
     same = len(theirs) == len(g["ranks"]) and all(
         t is not None and r in theirs

@@ -288,6 +288,7 @@ def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
             evidence.append((p, rel))
     cores = os.cpu_count() or 1
     if len(evidence) > PARALLEL_SNIFF_FILES and cores > 1:
+        parsers()  # imported here, once: forked workers inherit them instead of each importing
         with ProcessPoolExecutor(max_workers=cores) as pool:
             found = list(pool.map(_identify, *zip(*evidence, strict=True), chunksize=64))
     else:

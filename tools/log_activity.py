@@ -20,6 +20,7 @@ from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
 TAIL_BYTES = 64 * 1024
+EDGE_BYTES = 4 * 1024  # read first for a log's first and last time
 PROGRESS_SCAN_BYTES = 1024 * 1024  # how far back from the end to look for a progress line
 PROGRESS = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?|epoch)\b\s*[:=#]?\s*(\d+)"
                       r"|\bloss\b\s*[:=]?\s*-?\d", re.IGNORECASE)
@@ -57,12 +58,33 @@ def _first_time(lines: list[str], policy: ClockPolicy) -> datetime | None:
 
 
 def _edges(path: Path, policy: ClockPolicy) -> tuple[datetime | None, datetime | None]:
-    head = read_head(path, TAIL_BYTES).decode("utf-8", errors="replace").splitlines()
-    raw, cut = read_tail(path, TAIL_BYTES)
-    tail = raw.decode("utf-8", errors="replace").splitlines()
-    if cut and tail:
-        tail = tail[1:]  # the first tail line may be cut
-    return _first_time(head, policy), _first_time(list(reversed(tail)), policy)
+    # the first few KB nearly always hold a timestamped line: read 64 KB only when they do not
+    # (a .gz tail is read through the whole stream: once is enough)
+    tries = (TAIL_BYTES,) if path.suffix == ".gz" else (EDGE_BYTES, TAIL_BYTES)
+    return _head_time(path, policy, tries), _tail_time(path, policy, tries)
+
+
+def _head_time(path: Path, policy: ClockPolicy, tries: tuple[int, ...]) -> datetime | None:
+    for limit in tries:
+        raw = read_head(path, limit)
+        lines = raw.decode("utf-8", errors="replace").splitlines()
+        whole = limit == TAIL_BYTES or len(raw) < limit
+        found = _first_time(lines if whole else lines[:-1], policy)  # the last line may be cut
+        if found or whole:
+            return found
+    return None
+
+
+def _tail_time(path: Path, policy: ClockPolicy, tries: tuple[int, ...]) -> datetime | None:
+    for limit in tries:
+        raw, cut = read_tail(path, limit)
+        tail = raw.decode("utf-8", errors="replace").splitlines()
+        if cut and tail:
+            tail = tail[1:]  # the first tail line may be cut
+        found = _first_time(list(reversed(tail)), policy)
+        if found or limit == TAIL_BYTES or not cut:
+            return found
+    return None
 
 
 def last_progress(path: Path, policy: ClockPolicy) -> tuple[datetime | None, int | None]:

@@ -63,18 +63,17 @@ Where Goodput's own per-step breakdown (slowdown_model.StepBreakdown) differs fr
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
+import numpy as np
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.intervals import Intervals, intersect, total, union
-from goodput_agent.parsing.trace_model import Trace
+from goodput_agent.analysis.intervals import union_columns, union_totals
+from goodput_agent.parsing.trace_model import Columns, Trace
 
 HTA_VERSION = "0.5.0"
 KERNEL_WAIT_US = 30.0  # HTA's default consecutive_kernel_delay
@@ -150,17 +149,28 @@ class HtaMetrics(BaseModel):
     overlap: CommCompOverlap
 
 
-@dataclass(slots=True, frozen=True)
-class _Op:
-    """One event on HTA's GPU timeline: rounded, typed by name, with its launch time."""
+_TYPE_CODE = {COMMUNICATION: 0, MEMORY: 1, COMPUTATION: 2, OTHER: 3}
+_COMM_CODE, _COMP_CODE = _TYPE_CODE[COMMUNICATION], _TYPE_CODE[COMPUTATION]
 
-    start: float
-    end: float
-    type: str
-    stream: int
-    launch: float | None  # rounded start of the CPU call with the op's correlation id
-    idle_kind: bool  # a kernel, memcpy or memset: counted by the idle-time breakdown
-    index: int
+
+@dataclass(slots=True)
+class _Timeline:
+    """HTA's GPU timeline as columns, one row per event, sorted by (start, trace position):
+    rounded times, kernel type code, stream, and the rounded start of the op's launch call
+    (NaN for a stream sync or an op without one)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    type: np.ndarray
+    stream: np.ndarray
+    launch: np.ndarray
+    idle_kind: np.ndarray  # a kernel, memcpy or memset: counted by the idle-time breakdown
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def take(self, rows: np.ndarray) -> _Timeline:
+        return _Timeline(*(getattr(self, f)[rows] for f in self.__slots__))
 
 
 def _rounded(ts: float, dur: float) -> tuple[float, float]:
@@ -181,56 +191,74 @@ def _last_step_start(trace: Trace) -> float | None:
     return max(starts) if starts else None
 
 
-def _timeline(trace: Trace, filtered: bool) -> tuple[list[_Op], float | None]:
-    launches: dict[int, float] = {}
-    for r in trace.runtime:
-        if r.correlation >= 0 and r.cat != "cuda_sync":
-            launches[r.correlation] = _rounded(r.ts, r.dur)[0]
-    last = _last_step_start(trace) if filtered else None
-    ops: list[_Op] = []
-    events = [(g.ts, g.dur, g.name, g.stream, g.correlation, True, g.index) for g in trace.gpu]
+def _launch_starts(runtime: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """Correlation ids of the CPU launch calls (not syncs), sorted, and each one's rounded start
+    (the last call with an id wins, as a dict filled in trace order would have it)."""
+    calls = (runtime.numbers["correlation"] >= 0) & \
+        (runtime.text["cat"] != runtime.codes_of("cuda_sync"))
+    corr = runtime.numbers["correlation"][calls][::-1]
+    ids, first = np.unique(corr, return_index=True)  # first in reverse = last in trace order
+    return ids, np.ceil(runtime.numbers["ts"][calls][::-1][first])
+
+
+def _lookup(ids: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """values[ids == key] per key, NaN where the key is negative or not among the ids."""
+    if not len(ids):
+        return np.full(len(keys), np.nan)
+    at = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+    return np.where((keys >= 0) & (ids[at] == keys), values[at], np.nan)
+
+
+def _timeline(trace: Trace, filtered: bool) -> tuple[_Timeline, float | None]:
+    gpu, runtime = trace.gpu_columns(), trace.runtime_columns()
     # Kineto writes a stream sync on the GPU row of its stream (tid = stream)
-    events += [(s.ts, s.dur, s.name, s.tid, s.correlation, False, s.index)
-               for s in trace.runtime if s.cat == "cuda_sync"]
-    for ts, dur, name, stream, correlation, is_op, index in events:
-        if stream < 0:
-            continue
-        start, end = _rounded(ts, dur)
-        launch = launches.get(correlation) if correlation >= 0 else None
-        if last is not None and (
-                launch is None or launch >= last if correlation >= 0
-                else start >= last):  # no correlation: not a GPU op to HTA, kept as CPU events
-            continue
-        ops.append(_Op(start, end, hta_kernel_type(name), stream, launch if is_op else None,
-                       is_op, index))
-    ops.sort(key=attrgetter("start", "index"))
-    return ops, last
+    syncs = runtime.text["cat"] == runtime.codes_of("cuda_sync")
+    n = len(gpu)
+
+    def both(gpu_field: str, sync_field: str) -> np.ndarray:
+        return np.concatenate((gpu.numbers[gpu_field], runtime.numbers[sync_field][syncs]))
+
+    ts, dur, stream, corr, index = (both("ts", "ts"), both("dur", "dur"),
+                                    both("stream", "tid"), both("correlation", "correlation"),
+                                    both("index", "index"))
+    gpu_kind = np.array([_TYPE_CODE[hta_kernel_type(w)] for w in gpu.words], np.int8)
+    sync_kind = np.array([_TYPE_CODE[hta_kernel_type(w)] for w in runtime.words], np.int8)
+    kind = np.concatenate((gpu_kind[gpu.text["name"]] if n else np.zeros(0, np.int8),
+                           sync_kind[runtime.text["name"][syncs]] if syncs.any()
+                           else np.zeros(0, np.int8)))
+    start, end = np.ceil(ts), np.floor(ts + dur)  # HTA rounds inwards (no-op on integers)
+    launch = _lookup(*_launch_starts(runtime), corr)
+    is_op = np.arange(len(ts)) < n
+    keep = stream >= 0
+    last = _last_step_start(trace) if filtered else None
+    if last is not None:  # no correlation: not a GPU op to HTA, kept as CPU events
+        keep &= np.where(corr >= 0, launch < last, start < last)  # NaN < x is False
+    rows = np.flatnonzero(keep)
+    rows = rows[np.lexsort((index[rows], start[rows]))]
+    return _Timeline(start[rows], end[rows], kind[rows], stream[rows],
+                     np.where(is_op, launch, np.nan)[rows], is_op[rows]), last
 
 
-def _unions(ops: Sequence[_Op]) -> tuple[Intervals, Intervals, Intervals]:
-    """The busy time of all ops, of computation ops and of communication ops."""
-    every, comp, comm = [], [], []
-    for o in ops:
-        span = (o.start, o.end)
-        every.append(span)
-        if o.type == COMPUTATION:
-            comp.append(span)
-        elif o.type == COMMUNICATION:
-            comm.append(span)
-    return union(every), union(comp), union(comm)
+def _totals(ops: _Timeline, groups: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """Per group: the busy time of communication, of computation, and of both together."""
+    comm, comp = ops.type == _COMM_CODE, ops.type == _COMP_CODE
+    both = comm | comp
+    return tuple(union_totals(ops.start[m], ops.end[m], groups[m], n) for m in (comm, comp, both))
 
 
 def _pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole > 0 else 0.0
 
 
-def temporal_breakdown(ops: Sequence[_Op]) -> TemporalBreakdown | None:
-    busy, comp, _ = _unions(ops)
-    if not busy:
+def temporal_breakdown(ops: _Timeline) -> TemporalBreakdown | None:
+    busy_s, busy_e = union_columns(ops.start, ops.end)
+    if not len(busy_s):
         return None
-    start, kernel_us = busy[0][0], busy[-1][1] - busy[0][0]
-    idle = kernel_us - total(busy)
-    compute = total(comp)
+    start, kernel_us = float(busy_s[0]), float(busy_e[-1] - busy_s[0])
+    idle = kernel_us - float((busy_e - busy_s).sum())
+    comp = ops.type == _COMP_CODE
+    compute = float(union_totals(ops.start[comp], ops.end[comp],
+                                 np.zeros(int(comp.sum()), np.int64), 1)[0])
     non_compute = kernel_us - compute - idle
     return TemporalBreakdown(start_us=start, kernel_us=kernel_us, idle_us=idle,
                              compute_us=compute, non_compute_us=non_compute,
@@ -238,58 +266,62 @@ def temporal_breakdown(ops: Sequence[_Op]) -> TemporalBreakdown | None:
                              non_compute_pct=_pct(non_compute, kernel_us))
 
 
-def idle_breakdown(ops: Sequence[_Op], kernel_wait_us: float = KERNEL_WAIT_US) -> list[StreamIdle]:
-    sums: dict[int, list[float]] = {}  # stream -> [host wait, kernel wait, other]
-    prev_end: dict[int, float] = {}
-    for o in ops:
-        if not o.idle_kind:
-            continue
-        row = sums.setdefault(o.stream, [0.0, 0.0, 0.0])
-        before = prev_end.get(o.stream)
-        if before is not None:
-            gap = o.start - before  # from the previous op's end, not the latest end: as HTA
-            if o.launch is not None and o.launch > before:
-                row[0] += gap
-            elif gap < kernel_wait_us:
-                row[1] += gap
-            else:
-                row[2] += gap
-        prev_end[o.stream] = o.end
-    return [StreamIdle(stream=st, host_wait_us=h, kernel_wait_us=k, other_us=x)
-            for st, (h, k, x) in sorted(sums.items())]
-
-
-def _overlap(ops: Sequence[_Op]) -> tuple[float, float]:
-    _, comp, comm = _unions(ops)
-    return total(comm), total(intersect(comm, comp))
+def idle_breakdown(ops: _Timeline, kernel_wait_us: float = KERNEL_WAIT_US) -> list[StreamIdle]:
+    mine = ops.take(np.flatnonzero(ops.idle_kind))
+    by_stream = mine.take(np.argsort(mine.stream, kind="stable"))  # time order kept per stream
+    if not len(by_stream):
+        return []
+    streams, group = np.unique(by_stream.stream, return_inverse=True)
+    # from the previous op's end on the same stream, not the latest end: as HTA
+    prev_end = np.concatenate(([np.nan], by_stream.end[:-1]))
+    gap = np.where(np.concatenate(([False], group[1:] == group[:-1])),
+                   by_stream.start - prev_end, np.nan)
+    has_gap = ~np.isnan(gap)
+    host = has_gap & (by_stream.launch > prev_end)
+    kernel = has_gap & ~host & (gap < kernel_wait_us)
+    other = has_gap & ~host & ~kernel
+    sums = [np.bincount(group, weights=np.where(m, gap, 0.0), minlength=len(streams))
+            for m in (host, kernel, other)]
+    return [StreamIdle(stream=int(st), host_wait_us=float(h), kernel_wait_us=float(k),
+                       other_us=float(x)) for st, h, k, x in zip(streams, *sums, strict=True)]
 
 
 def _ratio(part: float, whole: float) -> float | None:
     return round(100.0 * part / whole, 2) if whole > 0 else None
 
 
-def comm_comp_overlap(ops: Sequence[_Op], trace: Trace) -> CommCompOverlap:
-    comm_us, overlapped = _overlap(ops)
+def _step_of_launch(ops: _Timeline, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Per op, the position (in step order) of the ProfilerStep whose CPU span holds its launch,
+    -1 for none: the latest-starting window that holds it (HTA's loop keeps the last match;
+    ProfilerSteps do not nest, so that is the one); and the step numbers."""
     windows = sorted((*_rounded(s.ts, s.dur), s.number) for s in trace.steps
                      if s.source == "ProfilerStep")
-    starts = [w[0] for w in windows]
-    per_step: dict[int, list[_Op]] = {}
-    for o in ops:
-        if o.launch is None:
-            continue
-        # the latest-starting window that holds the launch (HTA's loop keeps the last match;
-        # ProfilerSteps do not nest, so that is the one)
-        i = bisect.bisect_right(starts, o.launch) - 1
-        if i >= 0 and o.launch < windows[i][1]:
-            per_step.setdefault(windows[i][2], []).append(o)
+    starts = np.array([w[0] for w in windows], np.float64)
+    ends = np.array([w[1] for w in windows], np.float64)
+    launched = ~np.isnan(ops.launch)
+    at = np.searchsorted(starts, np.where(launched, ops.launch, -np.inf), side="right") - 1
+    inside = launched & (at >= 0) & (ops.launch < ends[np.maximum(at, 0)] if len(ends)
+                                     else np.zeros(len(ops), bool))
+    return np.where(inside, at, -1), np.array([w[2] for w in windows], np.int64)
+
+
+def comm_comp_overlap(ops: _Timeline, trace: Trace) -> CommCompOverlap:
+    comm, comp, both = (float(t[0]) for t in _totals(ops, np.zeros(len(ops), np.int64), 1))
+    overlapped = comm + comp - both  # |comm ∩ comp| = |comm| + |comp| - |comm ∪ comp|
+    step_at, numbers = _step_of_launch(ops, trace)
     rows = []
-    for number in sorted(per_step):
-        c, ov = _overlap(per_step[number])
-        rows.append(StepOverlap(step=number, comm_us=c, overlapped_us=ov,
-                                overlap_pct=_ratio(ov, c)))
+    if len(numbers):
+        in_step = step_at >= 0
+        per = _totals(ops.take(np.flatnonzero(in_step)), step_at[in_step], len(numbers))
+        seen = np.bincount(step_at[in_step], minlength=len(numbers)) > 0
+        by_number = sorted((int(numbers[i]), float(per[0][i]), float(per[0][i] + per[1][i]
+                                                                     - per[2][i]))
+                           for i in np.flatnonzero(seen))
+        rows = [StepOverlap(step=number, comm_us=c, overlapped_us=ov, overlap_pct=_ratio(ov, c))
+                for number, c, ov in by_number]
     with_comm = [r.overlap_pct for r in rows if r.overlap_pct is not None]
-    return CommCompOverlap(comm_us=comm_us, overlapped_us=overlapped,
-                           overlap_pct=_ratio(overlapped, comm_us), steps=rows,
+    return CommCompOverlap(comm_us=comm, overlapped_us=overlapped,
+                           overlap_pct=_ratio(overlapped, comm), steps=rows,
                            mean_step_pct=round(sum(with_comm) / len(with_comm), 2)
                            if with_comm else None)
 

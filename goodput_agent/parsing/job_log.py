@@ -50,6 +50,7 @@ from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing import kernel_log, nccl_vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
+from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 FORMAT = "job_log"
@@ -58,8 +59,8 @@ MESSAGE_CHARS = 1000
 BARE_EXCEPTION_WEIGHT = 0.3  # an exception line without its traceback
 LOOKBACK_LINES = 20_000  # how far back (undecoded lines) to look for the carried time
 
-# Literal markers: a line is decoded only when it holds one of these (case-sensitive). Each
-# marker costs one pass over every chunk, so they are few and broad; the matchers below filter.
+# Literal markers: a line is decoded only when it holds one of these (case-sensitive). One
+# prefilter pass finds them all (prefilter.py); they are broad, the matchers below filter.
 MARKERS: tuple[bytes, ...] = (
     b"rror",  # Error / error: exceptions, "srun: error:", "slurmstepd: error: *** JOB ..."
     b"xception", b"Traceback", b"NCCL", b"emory", b"atchdog", b"ignal", b"exitcode",
@@ -599,18 +600,12 @@ def _lookback(buf: bytes, lo: int, hi: int) -> bytes | None:
 class ScanState:
     window: int = 0  # lines still to decode after a trigger
     lines: int = 0  # lines in the file, once the scan is done
+    counted: tuple[int, int] = (0, 0)  # newlines counted in the buffer so far: (to offset, n)
 
 
 def _scan_buffer(buf: bytes, base_line: int, st: ScanState
                  ) -> Iterator[tuple[int, str | None, str | None]]:
-    starts: set[int] = set()
-    for marker in MARKERS:
-        pos = buf.find(marker)
-        while pos != -1:
-            starts.add(buf.rfind(b"\n", 0, pos) + 1)
-            end = buf.find(b"\n", pos)
-            pos = buf.find(marker, end) if end != -1 else -1
-    ordered = sorted(starts)
+    ordered = prefilter_for(MARKERS).line_starts(buf)
     idx, cursor, n = 0, 0, len(buf)
     last_pos, last_line = 0, base_line
     while cursor < n:
@@ -625,13 +620,14 @@ def _scan_buffer(buf: bytes, base_line: int, st: ScanState
         end = buf.find(b"\n", s)
         end = n if end == -1 else end
         ts_line = _lookback(buf, cursor, s) if s > cursor else None
-        last_line += buf.count(b"\n", last_pos, s)
+        last_line += count_newlines(buf, last_pos, s)
         last_pos = s
         raw = buf[s:end]
         st.window -= 1
         for trig, size in TRIGGERS:
             if trig in raw:
                 st.window = max(st.window, size)
+        st.counted = (last_pos, last_line - base_line)
         yield last_line, decode(raw), decode(ts_line) if ts_line else None
         cursor = end + 1
     if cursor < n:  # the tail: a timestamp there is the carried time for the next chunk
@@ -662,8 +658,10 @@ def scan_with_times(path: Path, st: ScanState | None = None
                 carry, buf = buf[cut + 1:], buf[: cut + 1]
             else:
                 carry = b""
+            st.counted = (0, 0)
             yield from _scan_buffer(buf, base_line, st)
-            base_line += buf.count(b"\n")
+            upto, seen = st.counted
+            base_line += seen + count_newlines(buf, upto)
             st.lines = base_line - 1 + (0 if buf.endswith(b"\n") else 1)
             if not block:
                 return
@@ -1583,6 +1581,7 @@ _KERNELISH = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
     r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"
     r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]+ \d{4}\] |kernel: |.*\bNVRM: )")
+_KERNELISH_START = re.compile(_KERNELISH.pattern.removesuffix(r"|.*\bNVRM: )") + ")")
 _SACCT = re.compile(r"(?m)^\s*JobID\s+JobName|^JobID\|JobName|^-{6,} -{6,}|^\s*PARTITION\s+AVAIL|"
                     r"^JobId=\d+ ")
 
@@ -1613,7 +1612,9 @@ class JobLogParser:
             return False
         if _SACCT.search(head[:8192]):
             return False
-        kernelish = sum(1 for ln in lines if _KERNELISH.match(ln))
+        # `.*\bNVRM: ` scans the whole line: only lines that hold the word can match it
+        kernelish = sum(1 for ln in lines if (_KERNELISH_START if "NVRM: " not in ln
+                                               else _KERNELISH).match(ln))
         if kernelish * 2 >= len(lines):
             return False
         return bool(_SNIFF_POSITIVE.search(head)) or rank_from_filename(name) is not None

@@ -23,8 +23,9 @@ from goodput_agent.parsing.lines import read_whole_text
 FORMAT = "k8s_describe"
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Z][A-Za-z ]{1,30}):(?:\s+(?P<val>\S.*?))?\s*$")
 _STATE = re.compile(r"^\s*(?:Last )?State:\s+(?:Waiting|Terminated|Running)\b", re.M)
-_TOP = re.compile(r"^(?:Name|Namespace|Node|Roles|Taints|Conditions|Containers|Events|Status"
-                  r"|Controlled By|Allocatable|Capacity):", re.M)
+_TOP_KEYS = ("Name", "Namespace", "Node", "Roles", "Taints", "Conditions", "Containers",
+             "Events", "Status", "Controlled By", "Allocatable", "Capacity")
+_TOP = re.compile(r"^(?:" + "|".join(_TOP_KEYS) + "):", re.M)
 _CONTAINER_NAME = re.compile(r"^ {1,2}(?P<name>[a-z0-9][a-z0-9.-]{0,62}):\s*$")  # DNS-1123
 _TABLE_SPLIT = re.compile(r"\s{2,}")
 _EVENTS_HEADER = re.compile(r"^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$")
@@ -193,7 +194,10 @@ class K8sDescribeParser:
         lines = head.splitlines()
         if any(_EVENTS_HEADER.match(ln) for ln in lines[:400]):
             return True
-        return bool(_STATE.search(head)) or len(set(_TOP.findall(head))) >= 3
+        # the regexes only where the words they need are there: every file of a bundle is sniffed
+        return bool("State:" in head and _STATE.search(head)) or (
+            sum(f"{key}:" in head for key in _TOP_KEYS) >= 3
+            and len(set(_TOP.findall(head))) >= 3)
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         try:

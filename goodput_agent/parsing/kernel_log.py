@@ -27,7 +27,6 @@ detail["uptime_s"].
 
 from __future__ import annotations
 
-import gzip
 import re
 import statistics
 import zlib
@@ -40,7 +39,7 @@ from goodput_agent.analysis.xid_catalog import DISRUPTIVE_RECOVERY, lookup, pars
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing import kernel_vocab as vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.lines import read_head, scan_lines, strip_ansi
+from goodput_agent.parsing.lines import LineCount, read_head, scan_lines, strip_ansi
 from goodput_agent.parsing.timefmt import (
     ClockPolicy,
     parse_ctime,
@@ -858,16 +857,6 @@ def _shift_year(ts: datetime, years: int) -> datetime:
         return ts + timedelta(days=365 * years)
 
 
-def _count_lines(path: Path) -> int:
-    opener = gzip.open if path.suffix == ".gz" else open
-    n, last = 0, b"\n"
-    with opener(path, "rb") as fh:
-        while block := fh.read(8 * 1024 * 1024):
-            n += block.count(b"\n")
-            last = block[-1:]
-    return n + (0 if last == b"\n" else 1)
-
-
 # --- sniffing ---------------------------------------------------------------------------------
 
 _SHAPES = (
@@ -909,7 +898,9 @@ _SHAPE_AT_START, _SHAPE_INSIDE = _either(_SHAPES), _either(_SHAPES_ANYWHERE)
 
 
 def _kernel_shaped(line: str) -> bool:
-    return bool(_SHAPE_AT_START.match(line) or _SHAPE_INSIDE.search(line))
+    # every _SHAPES_ANYWHERE pattern holds one of these words: an unanchored search is costly
+    return bool(_SHAPE_AT_START.match(line) or (("kernel: " in line or "XidCriticalError" in line)
+                                                and _SHAPE_INSIDE.search(line)))
 
 
 class KernelLogParser:
@@ -936,14 +927,15 @@ class KernelLogParser:
         try:
             self._read_head(path, b, ctx.clock)
             b.reset_year()
-            for lineno, line in scan_lines(path, MARKERS):
+            count = LineCount()
+            for lineno, line in scan_lines(path, MARKERS, count):
                 p = split_prefix(line, ctx.clock)
                 wall = b.observe(lineno, p)
                 b.facts_from(p.msg)
                 f = classify(p.msg)
                 if f is not None:
                     b.add(lineno, line, p, wall, f)
-            lines_read = _count_lines(path)
+            lines_read = count.lines
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(f"cannot read {ctx.rel_path} as a kernel log: "
                              f"{type(exc).__name__}: {exc}".splitlines()[0]) from exc

@@ -1,7 +1,8 @@
 """Streaming line access with bounded memory: no file is ever read whole.
 
 `scan_lines` is the fast path for big logs: it reads large binary chunks and only decodes the
-lines that contain one of a parser's literal markers, keeping exact 1-based line numbers.
+lines that contain one of a parser's literal markers (found in one pass, prefilter.py), keeping
+exact 1-based line numbers.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
 
 CHUNK_BYTES = 8 * 1024 * 1024
 MAX_LINE_CHARS = 16 * 1024  # longer lines are cut: a 10 MB single-line log must not blow up
@@ -59,9 +63,17 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield lineno, decode(raw)
 
 
-def scan_lines(path: Path, literals: Iterable[bytes]) -> Iterator[tuple[int, str]]:
-    """Lines containing any of `literals` (case-sensitive), with their 1-based numbers."""
-    markers = tuple(literals)
+@dataclass(slots=True)
+class LineCount:
+    lines: int = 0  # lines in the file, once a scan has read it to the end
+
+
+def scan_lines(path: Path, literals: Iterable[bytes],
+               count: LineCount | None = None) -> Iterator[tuple[int, str]]:
+    """Lines containing any of `literals` (case-sensitive), with their 1-based numbers; `count`
+    is told how many lines the file has when the scan is done."""
+    prefilter = prefilter_for(tuple(literals))
+    count = count if count is not None else LineCount()
     with _open(path) as fh:
         carry = b""
         base_line = 1  # line number of the first line in `buf`
@@ -81,21 +93,14 @@ def scan_lines(path: Path, literals: Iterable[bytes]) -> Iterator[tuple[int, str
                 carry, buf = buf[cut + 1 :], buf[: cut + 1]
             else:
                 carry = b""
-            starts: set[int] = set()
-            for marker in markers:
-                pos = buf.find(marker)
-                while pos != -1:
-                    start = buf.rfind(b"\n", 0, pos) + 1
-                    starts.add(start)
-                    end = buf.find(b"\n", pos)
-                    pos = buf.find(marker, end) if end != -1 else -1
             last_pos, last_line = 0, base_line
-            for start in sorted(starts):
-                last_line += buf.count(b"\n", last_pos, start)
+            for start in prefilter.line_starts(buf):
+                last_line += count_newlines(buf, last_pos, start)
                 last_pos = start
                 end = buf.find(b"\n", start)
                 yield last_line, decode(buf[start : end if end != -1 else len(buf)])
-            base_line += buf.count(b"\n")
+            base_line += count_newlines(buf)
+            count.lines = base_line - 1 + (0 if buf.endswith(b"\n") else 1)
             if not block:
                 return
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import cache
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict
@@ -75,6 +76,7 @@ def _micro(frac: str | None) -> int:
     return int((frac or "0")[:6].ljust(6, "0"))
 
 
+@cache  # a log repeats one offset on every line
 def _offset(tz: str) -> tzinfo:
     if tz in ("Z", "UTC"):
         return UTC

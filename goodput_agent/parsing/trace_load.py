@@ -1,17 +1,20 @@
 """Load a PyTorch profiler (Kineto) trace into a compact `Trace`, streaming, in bounded memory.
 
 Fast path: the bytes of the `traceEvents` array are cut into ~8 MB pieces at event boundaries
-(`}` `,` `{`, any whitespace between) and each piece is parsed by orjson as `[piece]`. A piece
+(`}` `,` `{`, any whitespace between) and each piece is parsed as `[piece]`. A piece
 parses only when both of its ends are real boundaries between events (a cut inside a string
 leaves a string open, a cut inside a nested object leaves a brace open), so a wrong cut is always
-detected; it is then re-cut by an exact scan of strings and brackets (`_scan`). The top-level
+detected; it is then re-cut by an exact scan of strings and brackets (`_scan`). Pieces are
+decoded into only the fields used (trace_collect.py: msgspec structs, orjson where they do not
+fit). The top-level
 keys before the array (the head) and after it (the tail) are parsed on their own. When the
 layout defeats even that, ijson reads the whole file (`fast=False` forces it).
 
-Each event becomes a GpuOp or CpuSpan at once, and everything the analyses do not use (cpu_op
-events, flows, instants, GPU-side annotations) is dropped as it is read. Timestamps stay on the
-trace clock in µs; fractional-µs (ns-resolution) events are rounded as HTA does: start up, end
-down (its `round_down_time_stamps`), the duration clamped at 0.
+Each kept event becomes a row of a GpuOp's or CpuSpan's values, and the rows columns (numpy;
+the objects are made only when an analysis asks for them); everything the analyses do not use
+(cpu_op events, flows, instants, GPU-side annotations) is dropped as it is read. Timestamps
+stay on the trace clock in µs; fractional-µs (ns-resolution) events are rounded as HTA does:
+start up, end down (its `round_down_time_stamps`), the duration clamped at 0.
 
 Decisions:
 - A trace cut short (truncated file, gzip stream cut or corrupt) keeps the events read before
@@ -27,15 +30,12 @@ Decisions:
 from __future__ import annotations
 
 import gc
-import math
 import os
 import re
-import sys
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from operator import attrgetter
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -43,18 +43,15 @@ import ijson
 import orjson
 
 from goodput_agent.parsing.base import ParseError
-from goodput_agent.parsing.job_log import rank_from_filename
-from goodput_agent.parsing.trace_model import (
-    COMM,
-    COMPUTE,
-    MEMCPY,
-    MEMSET,
-    CpuSpan,
-    GpuOp,
-    Step,
-    Trace,
-    TraceMeta,
+from goodput_agent.parsing.trace_collect import (
+    SYNC_OPS,
+    Collector,
+    decode_piece,
+    is_dataloader_span,
 )
+from goodput_agent.parsing.trace_model import Trace, TraceMeta
+
+__all__ = ["SYNC_OPS", "TraceProblem", "is_dataloader_span", "load_trace", "load_traces"]
 
 PIECE_BYTES = 2 * 1024 * 1024  # one orjson.loads; also the read block size (bounds memory)
 _TAIL_BYTES = 256 * 1024  # the last stretch of the array, scanned exactly to find where it ends
@@ -208,157 +205,11 @@ def _start_problem(buf: bytes) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# events -> compact objects
-
-_KERNEL, _MEMCPY, _MEMSET, _RUNTIME, _ANNOTATION, _CPU_OP, _OTHER_DEVICE = range(7)
-_CATS = {
-    "kernel": _KERNEL, "Kernel": _KERNEL,
-    "gpu_memcpy": _MEMCPY, "Memcpy": _MEMCPY,
-    "gpu_memset": _MEMSET, "Memset": _MEMSET,
-    "cuda_runtime": _RUNTIME, "Runtime": _RUNTIME, "cuda_driver": _RUNTIME, "cuda_sync": _RUNTIME,
-    "user_annotation": _ANNOTATION,
-    "cpu_op": _CPU_OP, "Operator": _CPU_OP, "python_function": _CPU_OP,
-    "mtia_ccp_events": _OTHER_DEVICE,
-}  # fmt: skip
-_GPU_KIND = {_MEMCPY: MEMCPY, _MEMSET: MEMSET}
-_COMM_KERNEL = re.compile(r"[nr]ccl", re.IGNORECASE)
-# CPU ops that wait for the GPU (a device-to-host copy of a scalar or of a data-dependent shape)
-SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::nonzero",
-                      "aten::is_nonzero"})
-_STEP_PREFIX = "ProfilerStep#"
-_TRAILING_INT = re.compile(r"(\d+)$")
-
-
-def is_dataloader_span(name: str) -> bool:
-    """`enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__` and the like (also the
-    python_function form `torch/utils/data/dataloader.py(631): __next__`)."""
-    return name.endswith("__next__") and ("DataLoader" in name or "dataloader.py(" in name)
-
-
-def _keep_cpu_op(name: str) -> bool:
-    return (name in SYNC_OPS or name.startswith(_STEP_PREFIX)
-            or name.endswith("__next__") and is_dataloader_span(name))
-
-
-def _as_int(v: Any) -> int:
-    """An id as an int: ints as they are, "stream 7" -> 7, "24572" -> 24572, else -1."""
-    if type(v) is int:
-        return v
-    if isinstance(v, str) and (m := _TRAILING_INT.search(v)):
-        return int(m[1])
-    if type(v) is float and v.is_integer():
-        return int(v)
-    return -1
-
-
-class _Collector:
-    """Turns event dicts into GpuOp / CpuSpan objects as they stream past."""
-
-    def __init__(self) -> None:
-        self.count = 0  # traceEvents entries seen
-        self.gpu: list[GpuOp] = []
-        self.runtime: list[CpuSpan] = []
-        self.annotations: list[CpuSpan] = []
-        self.step_spans: list[tuple[int, int, float, float]] = []  # (tid, number, ts, dur)
-        self.negative = 0
-        self.malformed = 0
-        self.other_device = 0
-        self.pids: dict[int, int] = {}
-        # per GPU category code: name -> (interned name, kind)
-        self._names: tuple[dict[str, tuple[str, str]], ...] = ({}, {}, {})
-
-    def extend(self, events: Iterable[Any]) -> None:
-        cats, names, intern = _CATS, self._names, sys.intern
-        gpu, runtime, annotations, pids = self.gpu, self.runtime, self.annotations, self.pids
-        index = self.count - 1
-        try:
-            for e in events:
-                index += 1
-                try:
-                    code = cats.get(e.get("cat"))
-                except (AttributeError, TypeError):  # not an object, or an unhashable cat
-                    self.malformed += 1
-                    continue
-                if code is None:
-                    continue
-                name = e.get("name")
-                if code == _CPU_OP and not (type(name) is str and _keep_cpu_op(name)):
-                    continue  # the bulk of a trace
-                if e.get("ph") != "X":
-                    continue
-                ts, dur = e.get("ts"), e.get("dur")
-                if (type(name) is not str or type(ts) not in (int, float)
-                        or type(dur) not in (int, float)):
-                    self.malformed += 1
-                    continue
-                if dur < 0:
-                    self.negative += 1
-                    continue
-                if code == _OTHER_DEVICE:
-                    self.other_device += 1
-                    continue
-                if type(ts) is float:  # HTA's rounding of ns-resolution events
-                    end = math.floor(ts + dur)
-                    ts = math.ceil(ts)
-                    dur = end - ts if end > ts else 0
-                args = e.get("args")
-                if type(args) is not dict:
-                    args = {}
-                correlation = args.get("correlation", -1)
-                if type(correlation) is not int:
-                    correlation = -1
-                if code <= _MEMSET:
-                    known = names[code].get(name)
-                    if known is None:
-                        kind = (COMM if _COMM_KERNEL.search(name) else COMPUTE) \
-                            if code == _KERNEL else _GPU_KIND[code]
-                        known = names[code][name] = (intern(name), kind)
-                    device = args.get("device", e.get("pid"))
-                    stream = args.get("stream", e.get("tid"))
-                    gpu.append(GpuOp(ts, dur, known[1], known[0],
-                                     stream if type(stream) is int else _as_int(stream),
-                                     device if type(device) is int else _as_int(device),
-                                     correlation, index))
-                    continue
-                tid = e.get("tid")
-                span = CpuSpan(ts, dur, intern(name), intern(e["cat"]),
-                               tid if type(tid) is int else _as_int(tid), correlation, index)
-                pid = e.get("pid")
-                if type(pid) is int and (code != _RUNTIME or e["cat"] != "cuda_sync"):
-                    pids[pid] = pids.get(pid, 0) + 1
-                if code == _RUNTIME:
-                    runtime.append(span)
-                    continue
-                if name.startswith(_STEP_PREFIX):
-                    number = name[len(_STEP_PREFIX):]
-                    if number.isdigit():
-                        self.step_spans.append((span.tid, int(number), ts, dur))
-                annotations.append(span)
-        finally:
-            self.count = index + 1
-
-    def steps(self) -> list[Step]:
-        """ProfilerStep spans of the thread that has the most, identical duplicates once."""
-        by_tid: dict[int, set[tuple[int, float, float]]] = {}
-        for tid, number, ts, dur in self.step_spans:
-            by_tid.setdefault(tid, set()).add((number, ts, dur))
-        if not by_tid:
-            return []
-        spans = max(by_tid.values(), key=len)
-        return [Step(number, ts, dur) for number, ts, dur in sorted(spans, key=lambda s: s[1])]
-
-
-# ---------------------------------------------------------------------------------------------
 # the fast path
 
 
-def _emit(piece: bytes, sink: _Collector) -> bool:
-    try:
-        events = orjson.loads(b"[" + piece + b"]")
-    except orjson.JSONDecodeError:
-        return False
-    sink.extend(events)
-    return True
+def _emit(buf: bytes, end: int, sink: Collector) -> bool:
+    return decode_piece(buf, end, sink)
 
 
 def _tail_keys(tail: bytes) -> dict[str, Any]:
@@ -375,7 +226,7 @@ def _tail_keys(tail: bytes) -> dict[str, Any]:
     raise _Fallback
 
 
-def _read_fast(src: _Source, sink: _Collector) -> tuple[dict[str, Any], str | None]:
+def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | None]:
     buf, checked = b"", False
     while True:
         block = src.read()
@@ -418,7 +269,7 @@ def _read_fast(src: _Source, sink: _Collector) -> tuple[dict[str, Any], str | No
         if eof and len(buf) <= _TAIL_BYTES:
             break
         m = _BOUNDARY.search(buf, len(buf) - _TAIL_BYTES)
-        if m and _emit(buf[: m.start() + 1], sink):
+        if m and _emit(buf, m.start() + 1, sink):
             buf = buf[m.end() - 1 :]
             continue
         end, last, bad = _scan(buf)
@@ -427,7 +278,7 @@ def _read_fast(src: _Source, sink: _Collector) -> tuple[dict[str, Any], str | No
         if end is not None:
             return _finish_array(buf, end, src, sink, top)
         if last >= 0:
-            if not _emit(buf[: last + 1], sink):
+            if not _emit(buf, last + 1, sink):
                 raise _Fallback
             buf, need_sep = buf[last + 1 :], True
         elif eof:
@@ -441,14 +292,14 @@ def _read_fast(src: _Source, sink: _Collector) -> tuple[dict[str, Any], str | No
         raise _Fallback
     if end is not None:
         return _finish_array(buf, end, src, sink, top)
-    if last >= 0 and not _emit(buf[: last + 1], sink):
+    if last >= 0 and not _emit(buf, last + 1, sink):
         raise _Fallback
     return top, _cut_problem(src, sink.count)
 
 
-def _finish_array(buf: bytes, end: int, src: _Source, sink: _Collector,
+def _finish_array(buf: bytes, end: int, src: _Source, sink: Collector,
                   top: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    if not _emit(buf[:end], sink):
+    if not _emit(buf, end, sink):
         raise _Fallback
     rest = [buf[end + 1 :]]
     while block := src.read():
@@ -516,7 +367,7 @@ def _top_level_ijson(src: _Source) -> tuple[dict[str, Any], str, str | None]:
 
 
 def _read_ijson(open_source: Callable[[], _Source],
-                sink: _Collector) -> tuple[dict[str, Any], str | None]:
+                sink: Collector) -> tuple[dict[str, Any], str | None]:
     src = open_source()
     head = src.read()
     if problem := _start_problem(head[:64]):
@@ -603,6 +454,9 @@ def trace_meta(top: dict[str, Any], path: str, node_hint: str | None = None) -> 
     dist = dist if isinstance(dist, dict) else {}
     rank = _strict_int(dist.get("rank"))
     if rank is None:
+        # imported here: the log parsers cost a trace-only process ~0.1 s to import
+        from goodput_agent.parsing.job_log import rank_from_filename
+
         rank = rank_from_filename(PurePosixPath(path.replace("\\", "/")).name)
     devices_raw = top.get("deviceProperties") or top.get("computeProperties") or []
     devices = [d["name"] for d in devices_raw if isinstance(d, dict) and _text(d.get("name"))] \
@@ -632,13 +486,13 @@ def load_trace(path: Path, rel_path: str | None = None, node_hint: str | None = 
     gc.disable()  # millions of short-lived acyclic dicts: cyclic collection would double the time
     try:
         with path.open("rb") as fh:
-            sink = _Collector()
+            sink = Collector()
             try:
                 if not fast:
                     raise _Fallback
                 top, problem = _read_fast(_Source(fh), sink)
             except _Fallback:
-                sink = _Collector()
+                sink = Collector()
 
                 def reopen() -> _Source:
                     fh.seek(0)
@@ -694,19 +548,17 @@ def load_traces(jobs: Sequence[tuple[Path, str | None, str | None]]) -> list[Tra
     return out  # type: ignore[return-value] - every slot is filled
 
 
-def _build(top: dict[str, Any], problem: str | None, sink: _Collector, name: str,
+def _build(top: dict[str, Any], problem: str | None, sink: Collector, name: str,
            node_hint: str | None) -> Trace:
-    if problem and not sink.gpu:
+    if problem and not sink.gpu_ops():
         raise TraceProblem(f"{name}: {problem}, before any GPU event")
     meta = trace_meta(top, name, node_hint)
     meta.events_total = sink.count
     if sink.pids:
         meta.pid = max(sink.pids.items(), key=lambda kv: kv[1])[0]
-    by_ts = attrgetter("ts")
-    trace = Trace(meta=meta, gpu=sorted(sink.gpu, key=by_ts),
-                  runtime=sorted(sink.runtime, key=by_ts),
-                  annotations=sorted(sink.annotations, key=by_ts), steps=sink.steps())
-    firsts = [xs[0].ts for xs in (trace.gpu, trace.runtime, trace.annotations) if xs]
+    columns = sink.columns()
+    trace = Trace(meta=meta, steps=sink.steps(), columns=columns)
+    firsts = [c.column("ts")[0] for c in columns if len(c)]
     meta.started_at, meta.started_from = started_at(top, min(firsts, default=None), name)
     if problem:
         trace.warnings.append(f"{name}: {problem}; loaded the events before that")
@@ -715,7 +567,7 @@ def _build(top: dict[str, Any], problem: str | None, sink: _Collector, name: str
     if sink.malformed:
         trace.warnings.append(f"{name}: skipped {sink.malformed} malformed events "
                               "(not objects, or without name/ts/dur)")
-    if not sink.gpu:
+    if not sink.gpu_ops():
         extra = f"; {sink.other_device} MTIA device events not analysed" \
             if sink.other_device else ""
         if sink.negative:

@@ -83,8 +83,9 @@ def observations(outputs: dict[str, object]) -> Observations:
             obs.rank_hosts.setdefault(int(task), host)  # only where no log named the host
     obs.events.sort(key=Event.sort_key)
     obs.scheduler_kind = _scheduler_kind(inv)
+    kernel_logs = {f.rel_path for f in inv.of_format("kernel_log")}  # once, not per event
     obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
-                            {f.rel_path for f in inv.of_format("kernel_log")}}
+                            kernel_logs}
     obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
     for facts in obs.facts.values():
         obs.kernel_log_nodes |= set(facts.get("hosts", []) or [])

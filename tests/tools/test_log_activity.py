@@ -38,3 +38,19 @@ def test_the_scan_stops_after_a_bounded_read(tmp_path: Path) -> None:
     assert last_progress(log, POLICY) == (None, None)
     log.write_text("2024-05-01 09:00:00,000 INFO step 7 | loss 2.0\n" + line * 10)
     assert last_progress(log, POLICY) == (datetime(2024, 5, 1, 9, tzinfo=UTC), 7)
+
+
+def test_first_and_last_times_found_past_the_first_few_kilobytes(tmp_path: Path) -> None:
+    from tools.log_activity import EDGE_BYTES, _edges
+
+    log = tmp_path / "train.log"
+    banner = "".join(f"banner line {i} without any time at all\n" for i in range(400))
+    assert len(banner) > EDGE_BYTES
+    # a time cut by the first read's edge must not count: only whole lines are read there
+    log.write_text(banner + "2024-05-01 10:00:00,000 INFO start\n"
+                   "2024-05-01 10:30:00,000 INFO end\n" + banner)
+    assert _edges(log, POLICY) == (datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+                                   datetime(2024, 5, 1, 10, 30, tzinfo=UTC))
+    pad = "x" * (EDGE_BYTES - 10) + "\n"  # the first read ends inside the timestamped line
+    log.write_text(pad + "2024-05-01 11:00:00,000 INFO start\n")
+    assert _edges(log, POLICY)[0] == datetime(2024, 5, 1, 11, 0, tzinfo=UTC)
