@@ -27,7 +27,7 @@ from goodput_agent.collect.base import BundleWriter, command_text
 from goodput_agent.events import Role
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.metrics.vllm_names import parse_engine_args
-from goodput_agent.parsing.k8s import classify_termination
+from goodput_agent.parsing.k8s.verdicts import classify_termination
 
 if TYPE_CHECKING:
     from goodput_agent.collect.k8s import K8sTarget

@@ -20,7 +20,7 @@ from typing import Any
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.k8s import (
+from goodput_agent.parsing.json_positions import (
     JsonPath,
     JsonPositions,
     json_path_text,

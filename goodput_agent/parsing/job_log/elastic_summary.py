@@ -58,7 +58,7 @@ class ElasticSummary(TracebackReader):
         if key == "time" or stream.entry is None:
             self._flush_entry(stream)
             stream.entry = ElasticEntry(stream.section == "root", self.lineno, self.lineno,
-                                         self.prefix, line_excerpt(self.line))
+                                        self.prefix, line_excerpt(self.line))
         entry = stream.entry
         entry.fields[key] = val
         entry.end = self.lineno

@@ -101,7 +101,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
         sole = set(pid_rank.values())
         file_rank = next(iter(sole)) if len(sole) == 1 and not self.prefixed else None
         resolve = RankResolver(self.ctx, offsets, single_node, self.labels_are_nodes, pid_rank,
-                                file_rank)
+                               file_rank)
         for prefix, host, pid, dev in sorted(self.prefixed_hosts, key=str):
             rank = resolve.prefix_rank(prefix)
             if rank is None:

@@ -116,8 +116,8 @@ class LineState:
             detail: dict[str, Any] | None = None, **kw: Any) -> Pending:
         ts, clock = self.current_time() or (None, Clock.none)
         p = Pending(kind, role, category, summary, kw.pop("line_start", self.lineno),
-                     kw.pop("line_end", self.lineno), kw.pop("excerpt", line_excerpt(self.line)),
-                     kw.pop("prefix", self.prefix), ts, clock, detail or {}, **kw)
+                    kw.pop("line_end", self.lineno), kw.pop("excerpt", line_excerpt(self.line)),
+                    kw.pop("prefix", self.prefix), ts, clock, detail or {}, **kw)
         self.pending.append(p)
         return p
 
