@@ -29,7 +29,7 @@ _JOB_ID = re.compile(r"^\d+(?:[_+][\w\[\]\-,]*)*\+?(?:\.[\w\-]+)?\+?$")
 
 
 def row_to_job(row: dict[str, str], ctx: ParseContext, line_start: int, line_end: int,
-                excerpt: str) -> JobRecord:
+               excerpt: str) -> JobRecord:
     """One sacct row (keys lower-cased column names) as a JobRecord."""
     def take(*names: str) -> str | None:
         for name in names:
