@@ -6,7 +6,7 @@
 - a pod that serves vLLM (a container whose command, args or image name vLLM) asks the latency
   question when a Prometheus is given: its vLLM series are collected (collect/
   prometheus_series.py), and its container's command line becomes the engine-argument evidence
-  the latency analysis reads from a bundle's config/ folder (metrics/files.py's
+  the latency analysis reads from a bundle's config/ folder (metrics/engine_args.py's
   load_engine_args), so the pod's `--max-num-seqs`, `--gpu-memory-utilization`, ... are weighed
   as a deployment's config file would be.
 
@@ -152,7 +152,7 @@ def failing(pod: dict[str, Any], window: TimeWindow | None = None) -> str | None
 
 def engine_args_yaml(pod: dict[str, Any], container: VllmContainer) -> str:
     """The container's command line in the engine-argument file format the latency analysis
-    reads (metrics/files.py load_engine_args), as one command line with its secrets (an
+    reads (metrics/engine_args.py load_engine_args), as one command line with its secrets (an
     --api-key) masked. No `from`: a pod's command is fixed for its life, and the bundle holds
     only this pod's series."""
     meta = pod.get("metadata") or {}
