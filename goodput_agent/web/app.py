@@ -6,12 +6,13 @@ The two POSTs — approve and reject — go through the approval gate (goodput_a
 and nothing else writes.
 
 Each page is a module (routes_*.py) with `routes(site) -> list[BaseRoute]`; a new page is one
-new module and one line in PAGES. What the pages share (templates, the ledger lock, the
-picture cache, reading and writing the ledger) is web/site.py.
+new module and one line in PAGES (its routes function). What the pages share (templates, the
+ledger lock, the picture cache, reading and writing the ledger) is web/site.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -40,12 +41,12 @@ __all__ = ["PAGES", "ServeConfig", "create_app"]
 PAGE_CSP = ("default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
             "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 
-# the pages: one module each, with routes(site) -> list[BaseRoute]
-PAGES = (
-    routes_investigations,
-    routes_pictures,
-    routes_chat,
-    routes_actions,
+# the pages: one module each, whose routes(site) -> list[BaseRoute] goes here
+PAGES: tuple[Callable[[Site], list[BaseRoute]], ...] = (
+    routes_investigations.routes,
+    routes_pictures.routes,
+    routes_chat.routes,
+    routes_actions.routes,
 )
 
 
@@ -92,7 +93,7 @@ class _Guard(BaseHTTPMiddleware):
 
 def create_app(config: ServeConfig) -> Starlette:
     site = Site(config)
-    routes: list[BaseRoute] = [route for page in PAGES for route in page.routes(site)]
+    routes: list[BaseRoute] = [route for page in PAGES for route in page(site)]
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
     return Starlette(routes=routes, middleware=[
         Middleware(TrustedHostMiddleware, allowed_hosts=config.allowed_hosts()),

@@ -57,7 +57,7 @@ def row_to_job(row: dict[str, str], ctx: ParseContext, line_start: int, line_end
         extra={"fields": extra} if extra else {})
 
 
-def _pipe_header(line: str) -> list[str] | None:
+def pipe_header(line: str) -> list[str] | None:
     low = line.lower()
     if "|" not in line or ("jobid" not in low and "state" not in low):
         return None
@@ -78,7 +78,7 @@ class SacctPipeParser:
         lines = head.splitlines()
         for line in [ln for ln in lines[:20] if ln.strip()][:5]:
             if "|" in line:
-                return _pipe_header(line) is not None and \
+                return pipe_header(line) is not None and \
                     mostly_slurm(lines, sum(1 for ln in lines if "|" in ln))
         return False
 
@@ -90,7 +90,7 @@ class SacctPipeParser:
         for n, line in iter_lines(path):
             if "|" not in line:
                 continue
-            new_header = _pipe_header(line)
+            new_header = pipe_header(line)
             if new_header is not None:  # no data cell reads "JobID" or "State"
                 header = new_header
                 continue
