@@ -12,6 +12,13 @@ slurmrestd), scontrol (show job / show node), sinfo (-R and the table); records 
 records and their field readers, outcomes what a state means and the events made of records.
 """
 
+from goodput_agent.parsing.slurm.records import (
+    JobRecord,
+    NodeRecord,
+    nodes_of,
+    normalize_state,
+    parse_local_time,
+)
 from goodput_agent.parsing.slurm.rest_json import SacctJsonParser, SlurmNodesJsonParser
 from goodput_agent.parsing.slurm.sacct_text import SacctPipeParser, SacctTableParser
 from goodput_agent.parsing.slurm.scontrol import ScontrolJobParser, ScontrolNodeParser
@@ -28,3 +35,7 @@ SINFO = SinfoParser()
 
 PARSERS = (SACCT_JSON, SLURM_NODES_JSON, SACCT_PIPE, SACCT_TABLE, SCONTROL_JOB, SCONTROL_NODE,
            SINFO_REASONS, SINFO)
+
+__all__ = ["PARSERS", "SACCT_JSON", "SACCT_PIPE", "SACCT_TABLE", "SCONTROL_JOB", "SCONTROL_NODE",
+           "SINFO", "SINFO_REASONS", "SLURM_NODES_JSON", "JobRecord", "NodeRecord", "nodes_of",
+           "normalize_state", "parse_local_time"]
