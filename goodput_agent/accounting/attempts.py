@@ -19,13 +19,8 @@ from pydantic import BaseModel, Field
 from goodput_agent.errors import BadInput
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.lines import iter_lines
-from goodput_agent.parsing.slurm import (
-    JobRecord,
-    _pipe_header,
-    _row_to_job,
-    normalize_state,
-    parse_local_time,
-)
+from goodput_agent.parsing.slurm import JobRecord, normalize_state, parse_local_time
+from goodput_agent.parsing.slurm.sacct_text import pipe_header, row_to_job
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 SACCT_ATTEMPT_FIELDS = ("JobID,JobName,State,ExitCode,NodeList,Submit,Start,End,Elapsed,"
@@ -80,7 +75,7 @@ def sacct_rows(path: Path, ctx: ParseContext) -> list[tuple[JobRecord, dict[str,
     for n, line in iter_lines(path):
         if "|" not in line:
             continue
-        if (new := _pipe_header(line)) is not None:
+        if (new := pipe_header(line)) is not None:
             header = new
             continue
         cells = line.split("|")
@@ -89,7 +84,7 @@ def sacct_rows(path: Path, ctx: ParseContext) -> list[tuple[JobRecord, dict[str,
         if header is None or len(cells) != len(header):
             continue
         row = dict(zip(header, cells, strict=True))
-        rows.append((_row_to_job(row, ctx, n, n, line[:500]), row))
+        rows.append((row_to_job(row, ctx, n, n, line[:500]), row))
     return rows
 
 

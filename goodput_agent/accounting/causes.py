@@ -22,7 +22,7 @@ from goodput_agent.bundle import Inventory
 from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.lines import iter_lines
-from goodput_agent.parsing.slurm import _pipe_header
+from goodput_agent.parsing.slurm.sacct_text import pipe_header
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 from goodput_agent.report import Report
 
@@ -89,7 +89,7 @@ def _cut_sacct(src: Path, dst: Path, rel: str, run: RunRecord, clock: ClockPolic
             if rec.start is not None and run.start <= rec.start <= run.end}
     with dst.open("w", encoding="utf-8") as out:
         for n, line in iter_lines(src):
-            if n in kept or _pipe_header(line) is not None:
+            if n in kept or pipe_header(line) is not None:
                 out.write(line + "\n")
 
 

@@ -2,7 +2,7 @@
 run) where the evidence names the setting and the bundle holds the Deployment/StatefulSet:
 
 - latency: an engine flag whose change between the baseline and incident windows explains the
-  verdict (`latency.weigh`: --max-num-seqs lowered before queueing, --gpu-memory-utilization
+  verdict (`latency_decide.weigh`: --max-num-seqs lowered before queueing, --gpu-memory-utilization
   lowered before KV-cache pressure, ...) is set back to its baseline value, in the container
   whose args hold the incident value;
 - failure: a container OOMKilled at its memory limit gets double that limit.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.latency import weigh
+from goodput_agent.analysis.latency_decide import weigh
 from goodput_agent.analysis.latency_model import ConfigChange, LatencyResult
 from goodput_agent.analysis.remedy import Proposal
 from goodput_agent.bundle import Inventory

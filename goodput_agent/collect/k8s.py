@@ -28,7 +28,8 @@ import structlog
 
 from goodput_agent.collect.base import BundleWriter
 from goodput_agent.collect.k8s_owner import collect_owners
-from goodput_agent.collect.k8s_serving import LatencyWindows, choose_question
+from goodput_agent.collect.k8s_serving import choose_question
+from goodput_agent.collect.k8s_target import K8sTarget, as_list
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.sources.errors import NotFound, SourceError
 from goodput_agent.sources.k8s import (
@@ -46,30 +47,10 @@ WINDOW_MARGIN = timedelta(minutes=5)
 
 
 @dataclass
-class K8sTarget:
-    """What to collect: a workload (`job`, NS/NAME or NS/KIND/NAME) or one pod (NS/NAME)."""
-
-    job: str | None = None
-    pod: str | None = None
-    since: timedelta | None = None  # logs: only lines newer than this
-    tail_lines: int | None = 20_000  # logs: at most this many lines per container
-    prometheus: str | None = None  # DCGM series of the pods' nodes over the window, from here
-    prometheus_timeout_s: float = 30.0
-    latency: LatencyWindows | None = None  # a vLLM pod's latency question (k8s_serving)
-
-
-@dataclass
 class K8sCollected:
     workload: Workload | None = None
     pods: list[dict[str, Any]] = field(default_factory=list)
     window: TimeWindow | None = None
-
-
-def as_list(items: list[dict[str, Any]], api_version: str, kind: str) -> str:
-    """Items as `kubectl get -o json` prints them: a List whose items carry kind/apiVersion."""
-    out = [{"apiVersion": api_version, "kind": kind, **i} for i in items]
-    doc = {"apiVersion": "v1", "items": out, "kind": "List", "metadata": {"resourceVersion": ""}}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
 
 
 def _ts(value: Any) -> datetime | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from goodput_agent.collect.base import BundleWriter
+from goodput_agent.collect.k8s_target import as_list
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.k8s import SOURCE, K8sSource
 
@@ -50,8 +51,6 @@ def collect_owners(writer: BundleWriter, src: K8sSource, pods: list[dict[str, An
             meta = wl.get("metadata") or {}
             found[(wl["kind"], str(meta.get("namespace")), str(meta.get("name")))] = wl
     if found:
-        from goodput_agent.collect.k8s import as_list
-
         doc = as_list(list(found.values()), "apps/v1", "Deployment")  # each item keeps its kind
         writer.write_text(WORKLOADS_FILE, doc, source=SOURCE,
                           what="the workloads that own the pods (Deployment / StatefulSet)",

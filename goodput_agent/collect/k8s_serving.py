@@ -6,7 +6,7 @@
 - a pod that serves vLLM (a container whose command, args or image name vLLM) asks the latency
   question when a Prometheus is given: its vLLM series are collected (collect/
   prometheus_series.py), and its container's command line becomes the engine-argument evidence
-  the latency analysis reads from a bundle's config/ folder (metrics/files.py's
+  the latency analysis reads from a bundle's config/ folder (metrics/engine_args.py's
   load_engine_args), so the pod's `--max-num-seqs`, `--gpu-memory-utilization`, ... are weighed
   as a deployment's config file would be.
 
@@ -19,18 +19,16 @@ import re
 import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from goodput_agent.collect.base import BundleWriter, command_text
+from goodput_agent.collect.k8s_target import K8sTarget, LatencyWindows
 from goodput_agent.events import Role
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.metrics.vllm_names import parse_engine_args
-from goodput_agent.parsing.k8s import classify_termination
-
-if TYPE_CHECKING:
-    from goodput_agent.collect.k8s import K8sTarget
+from goodput_agent.parsing.k8s.verdicts import classify_termination
 
 ENGINE_ARGS_FILE = "config/engine_args.yaml"
 _VLLM = re.compile(r"vllm", re.I)
@@ -154,7 +152,7 @@ def failing(pod: dict[str, Any], window: TimeWindow | None = None) -> str | None
 
 def engine_args_yaml(pod: dict[str, Any], container: VllmContainer) -> str:
     """The container's command line in the engine-argument file format the latency analysis
-    reads (metrics/files.py load_engine_args), as one command line with its secrets (an
+    reads (metrics/engine_args.py load_engine_args), as one command line with its secrets (an
     --api-key) masked. No `from`: a pod's command is fixed for its life, and the bundle holds
     only this pod's series."""
     meta = pod.get("metadata") or {}
@@ -167,25 +165,7 @@ def engine_args_yaml(pod: dict[str, Any], container: VllmContainer) -> str:
 # --------------------------------------------------------------------------- the question
 
 LOOKBACK = timedelta(minutes=5)  # samples before a window that its first gauge steps see
-DEFAULT_SINCE = timedelta(hours=6)  # as `goodput investigate --prometheus`
 MAX_SPAN = timedelta(hours=24)  # raw samples of ~200 series: a day is ~1.2 M of them
-
-
-@dataclass
-class LatencyWindows:
-    """The latency question's windows, as given on the command line (all optional)."""
-
-    search: TimeWindow | None = None  # where to look for the change (default: the last 6 h)
-    baseline: TimeWindow | None = None
-    incident: TimeWindow | None = None
-    service: str | None = None  # the model_name, when the pod serves several
-
-    def asked(self, now: datetime) -> TimeWindow:
-        """The window the question is about (incident.yaml `window`)."""
-        given = [w for w in (self.baseline, self.incident) if w is not None]
-        if self.search is not None or len(given) < 2:
-            given.append(self.search or TimeWindow(start=now - DEFAULT_SINCE, end=now))
-        return TimeWindow(start=min(w.start for w in given), end=max(w.end for w in given))
 
 
 def _iso(w: TimeWindow) -> dict[str, str]:

@@ -2,7 +2,7 @@
 (`revisions: [{from: TIME, args: [vllm, serve, MODEL, --max-num-seqs, '128', ...]}]`, as
 `goodput collect --k8s-pod` writes from the pod spec) or one command line (`vllm serve MODEL
 --max-num-seqs 128`, backslash continuations allowed). Not events: the configuration the latency
-analysis weighs (metrics/files.py load_engine_args reads the values). Read here so that the
+analysis weighs (metrics/engine_args.py load_engine_args reads the values). Read here so that the
 inventory accounts for it and the tools find it by format."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.k8s import Verdict, classify_k8s_event, classify_termination
+from goodput_agent.parsing.k8s.verdicts import Verdict, classify_k8s_event, classify_termination
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"

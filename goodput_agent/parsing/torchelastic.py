@@ -24,13 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.job_log import (
-    classify_exception,
-    exit_code_detail,
+from goodput_agent.parsing.job_log import rank_from_filename
+from goodput_agent.parsing.job_log.classify import classify_exception, exit_code_detail, oom_summary
+from goodput_agent.parsing.job_log.traceback_text import (
     frames_detail,
-    oom_summary,
     parse_exception_line,
-    rank_from_filename,
     summarize_callstack,
 )
 from goodput_agent.parsing.lines import read_whole

@@ -3,7 +3,8 @@ environment carrying SLURM_CONF, failures turned into typed errors (sources/erro
 
 What is read about a job is the command output itself (`SlurmOutput`): the collector writes it
 into a bundle as it is, and the job's facts (`SlurmJob`) are read from that same text by the
-bundle's parsers (parsing/slurm.py), so the live and the bundle view cannot disagree.
+bundle's parsers (parsing/slurm/, in sources/slurm_job.py), so the live and the bundle view
+cannot disagree.
 
 Versions: `sacct --json` exists since 21.08, but 22.05 reports every exit code as 0 there, and
 `scontrol --json` / `sinfo --json` shapes changed up to 23.02; so JSON is asked for on 23.02 and
@@ -18,25 +19,12 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 import time
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from goodput_agent.parsing.base import ParseContext, Parser, ParseResult
 from goodput_agent.parsing.nodelist import expand_nodelist
-from goodput_agent.parsing.slurm import (
-    SACCT_JSON,
-    SACCT_PIPE,
-    SCONTROL_JOB,
-    SCONTROL_NODE,
-    SINFO_REASONS,
-    SLURM_NODES_JSON,
-)
 from goodput_agent.parsing.timefmt import ClockPolicy
 from goodput_agent.sources.errors import (
     Forbidden,
@@ -46,15 +34,23 @@ from goodput_agent.sources.errors import (
     TimedOut,
     Unreachable,
 )
+from goodput_agent.sources.slurm_job import (
+    SOURCE,
+    SlurmJob,
+    SlurmOutput,
+    SourceProblem,
+    job_from_outputs,
+)
 
-SOURCE = "slurm"
+__all__ = ["SOURCE", "SlurmCLI", "SlurmJob", "SlurmOutput", "SlurmSource", "classify_failure",
+           "local_zone_name"]
+
 DEFAULT_TIMEOUT_S = 30.0
 JSON_SINCE = (23, 2)
 SACCT_FIELDS = ("JobID,JobName,State,ExitCode,DerivedExitCode,NodeList,Start,End,Elapsed,"
                 "Timelimit,Reason,Partition,User,AllocTRES")
 # sacct -c (jobcomp) knows fewer fields
 SACCT_JOBCOMP_FIELDS = "JobID,JobName,State,ExitCode,DerivedExitCode,NodeList,Start,End,Elapsed"
-
 _UNREACHABLE = re.compile(r"unable to contact slurm controller|connection refused|"
                           r"socket timed out|zero bytes were transmitted|unable to connect|"
                           r"slurmdbd.*(?:not|unable|refused|connect)|"
@@ -70,74 +66,6 @@ _NO_CONFIG = re.compile(r"could not establish a configuration source|fetch_confi
                         r"unable to (?:open|process) configuration file", re.I)
 _CONTROLLER_COMMANDS = {"scontrol", "sinfo", "squeue"}
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?(?:\+\d+)?$")
-
-
-class SlurmOutput(BaseModel):
-    """One command's output, as the bundle holds it."""
-
-    name: str  # file name in the bundle's slurm/ folder
-    what: str  # in words, for the manifest
-    argv: list[str]
-    text: str
-    seconds: float = 0.0
-
-    @property
-    def command(self) -> str:
-        return shlex.join(self.argv)
-
-
-class SourceProblem(BaseModel):
-    """A read that failed: the missing evidence, and the typed error."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    what: str
-    kind: str
-    error: str
-    command: str | None = None
-    exc: SourceError | None = Field(default=None, exclude=True, repr=False)
-
-    @classmethod
-    def of(cls, what: str, exc: SourceError) -> SourceProblem:
-        return cls(what=what, kind=exc.kind, error=exc.message, command=exc.command, exc=exc)
-
-
-class SlurmStep(BaseModel):
-    step_id: str
-    name: str | None = None
-    state: str
-    exit_code: int | None = None
-    signal: int | None = None
-    nodes: list[str] = Field(default_factory=list)
-
-
-class SlurmNode(BaseModel):
-    name: str
-    state: str
-    reason: str | None = None
-    reason_time: str | None = None
-
-
-class SlurmJob(BaseModel):
-    """What the scheduler says about one job, read from the outputs below."""
-
-    job_id: str
-    name: str | None = None
-    state: str
-    exit_code: int | None = None
-    signal: int | None = None
-    reason: str | None = None
-    nodes: list[str] = Field(default_factory=list)
-    start: str | None = None  # ISO 8601 UTC
-    end: str | None = None
-    time_limit_s: float | None = None
-    std_out: str | None = None  # the paths as the job wrote them (expanded)
-    std_err: str | None = None
-    batch_host: str | None = None
-    steps: list[SlurmStep] = Field(default_factory=list)
-    node_states: list[SlurmNode] = Field(default_factory=list)
-    outputs: list[SlurmOutput] = Field(default_factory=list)
-    problems: list[SourceProblem] = Field(default_factory=list)  # what could not be read
 
 
 def local_zone_name(env: dict[str, str] | None = None) -> str:
@@ -163,22 +91,6 @@ def _check_job_id(job_id: str) -> str:
         raise NotFound(SOURCE, f"{job_id!r} is not a Slurm job id (digits, or 123_4 for an "
                        "array task)")
     return job_id
-
-
-def expand_output_path(pattern: str | None, job: SlurmJob, user: str | None = None,
-                       workdir: str | None = None) -> str | None:
-    """A StdOut/StdErr pattern (%j %x %u %N %A %a %%) as the file name Slurm wrote."""
-    if not pattern:
-        return None
-    base, _, task = job.job_id.partition("_")
-    values = {"j": job.job_id.split("_")[0], "J": job.job_id, "x": job.name or "",
-              "u": user or "", "N": job.batch_host or (job.nodes[0] if job.nodes else ""),
-              "A": base, "a": task, "%": "%"}
-    out = re.sub(r"%(\d*)([jJxuNAa%])", lambda m: values[m.group(2)].zfill(int(m.group(1) or 0)),
-                 pattern)
-    if workdir and not out.startswith("/"):
-        out = str(Path(workdir) / out)
-    return out
 
 
 class SlurmCLI:
@@ -317,71 +229,6 @@ def classify_failure(argv: list[str], rc: int, text: str) -> SourceError:
     if _FORBIDDEN.search(line):
         return Forbidden(SOURCE, f"{argv[0]}: {line}", command)
     return SourceError(SOURCE, f"`{command}` failed (exit {rc}): {line}", command)
-
-
-# --- reading the outputs with the bundle's own parsers ---------------------------------------
-
-_PARSERS: dict[str, Parser] = {"sacct.txt": SACCT_PIPE, "sacct.json": SACCT_JSON,
-                               "scontrol_job.txt": SCONTROL_JOB,
-                               "scontrol_nodes.txt": SCONTROL_NODE,
-                               "nodes.json": SLURM_NODES_JSON, "sinfo_R.txt": SINFO_REASONS}
-
-
-def parse_output(out: SlurmOutput, clock: ClockPolicy) -> ParseResult | None:
-    parser = _PARSERS.get(out.name)
-    if parser is None or not out.text.strip():
-        return None
-    with tempfile.TemporaryDirectory(prefix="goodput-slurm-") as d:
-        path = Path(d) / out.name
-        path.write_text(out.text, encoding="utf-8")
-        return parser.parse(path, ParseContext(rel_path=f"slurm/{out.name}", clock=clock))
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def job_from_outputs(job_id: str, outputs: list[SlurmOutput], clock: ClockPolicy) -> SlurmJob:
-    """The job's facts from the outputs, the fuller source winning field by field: scontrol
-    (paths, batch host) and sacct (steps, exit codes after the job left the controller)."""
-    base = job_id.split(".")[0]
-    merged: dict[str, Any] = {}
-    steps: dict[str, SlurmStep] = {}
-    nodes: dict[str, SlurmNode] = {}
-    for out in outputs:
-        result = parse_output(out, clock)
-        if result is None:
-            continue
-        for j in result.facts.get("jobs", []):
-            if str(j.get("job_id", "")).split(".")[0].rstrip("+") != base:
-                continue
-            for k, v in j.items():
-                if v not in (None, "", []) and merged.get(k) in (None, "", []):
-                    merged[k] = v
-        for s in result.facts.get("steps", []):
-            sid = str(s.get("job_id") or "")
-            if sid.split(".")[0] == base and sid not in steps:
-                steps[sid] = SlurmStep(step_id=sid, name=s.get("name"),
-                                       state=s.get("state") or "UNKNOWN",
-                                       exit_code=s.get("exit_code"), signal=s.get("signal"),
-                                       nodes=s.get("nodes") or [])
-        for n in result.facts.get("nodes", []):
-            if n.get("name") and n["name"] not in nodes:
-                nodes[n["name"]] = SlurmNode(name=n["name"], state=n.get("state") or "UNKNOWN",
-                                             reason=n.get("reason"),
-                                             reason_time=n.get("reason_time"))
-    if not merged:
-        raise NotFound(SOURCE, f"job {job_id}: neither scontrol nor sacct knows it")
-    job = SlurmJob(job_id=base, name=merged.get("name"), state=merged.get("state") or "UNKNOWN",
-                   exit_code=merged.get("exit_code"), signal=merged.get("signal"),
-                   reason=merged.get("reason"), nodes=merged.get("nodes") or [],
-                   start=_iso(merged.get("start")), end=_iso(merged.get("end")),
-                   time_limit_s=merged.get("time_limit_s"), batch_host=merged.get("batch_host"),
-                   steps=list(steps.values()), node_states=list(nodes.values()),
-                   outputs=outputs)
-    job.std_out = expand_output_path(merged.get("std_out"), job)
-    job.std_err = expand_output_path(merged.get("std_err"), job)
-    return job
 
 
 class SlurmSource:

@@ -33,7 +33,7 @@ def window_of(source: Any, e2e: str, window: TimeWindow | None) -> TimeWindow | 
 def stats_of(source: Any, revisions: list, labels: dict[str, str],
              window: TimeWindow | None) -> tuple[WindowStats | None, str]:
     """The after window's numbers from any metrics source (bundle files or a live Prometheus)."""
-    from goodput_agent.analysis.latency import _Ask, window_stats
+    from goodput_agent.analysis.latency_measure import Ask, window_stats
     from goodput_agent.metrics.vllm_names import resolve_all
 
     names = resolve_all(source.metric_names())
@@ -42,7 +42,7 @@ def stats_of(source: Any, revisions: list, labels: dict[str, str],
     w = window_of(source, names["e2e"], window)
     if w is None:
         return None, f"{source.name}: no latency samples"
-    st = window_stats(_Ask(source), names, labels, w, "incident", revisions)
+    st = window_stats(Ask(source), names, labels, w, "incident", revisions)
     return st, f"{source.name}: {names['e2e']} from {w.start:%Y-%m-%d %H:%M:%S} to " \
                f"{w.end:%H:%M:%S} UTC"
 

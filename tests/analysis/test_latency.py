@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from goodput_agent.analysis.latency import analyse, resolve_service, weigh
+from goodput_agent.analysis.latency import analyse, resolve_service
+from goodput_agent.analysis.latency_decide import weigh
 from goodput_agent.analysis.latency_model import NOT_ADDITIVE, ConfigChange, LatencyResult
 from goodput_agent.errors import BadInput
 from goodput_agent.events import EventKind

@@ -17,17 +17,14 @@ import pytest
 
 from goodput_agent.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
-from goodput_agent.parsing.job_log import (
-    PARSER,
-    LinePrefix,
+from goodput_agent.parsing.job_log import PARSER, rank_from_filename
+from goodput_agent.parsing.job_log.classify import (
     bus_id_to_pci,
     classify_exception,
     exit_code_detail,
-    parse_time_text,
-    rank_from_filename,
     size_to_bytes,
-    split_prefix,
 )
+from goodput_agent.parsing.job_log.prefixes import LinePrefix, parse_time_text, split_prefix
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.timefmt import ClockPolicy
 

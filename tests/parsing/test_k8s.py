@@ -6,7 +6,9 @@ import pytest
 
 from goodput_agent.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
-from goodput_agent.parsing.k8s import K8S_LIST, JsonPositions, classify_termination
+from goodput_agent.parsing.json_positions import JsonPositions
+from goodput_agent.parsing.k8s import K8S_LIST
+from goodput_agent.parsing.k8s.verdicts import classify_termination
 from goodput_agent.parsing.lines import read_head
 
 REALWORLD = (Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld").resolve()

@@ -68,7 +68,7 @@ def test_scan_lines_counts_the_file_lines(tmp_path) -> None:
 @pytest.mark.parametrize("chunk", [64, 1000, 1 << 20])
 def test_job_log_scan_numbers_lines_exactly_across_chunks(tmp_path, monkeypatch,
                                                           chunk: int) -> None:
-    from goodput_agent.parsing import job_log
+    from goodput_agent.parsing.job_log import scan as job_log
 
     monkeypatch.setattr(job_log, "CHUNK_BYTES", chunk)
     rng = random.Random(chunk)

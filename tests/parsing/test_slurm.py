@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.events import Clock, EventKind, Role
-from goodput_agent.parsing import slurm
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.slurm import (
@@ -18,11 +17,10 @@ from goodput_agent.parsing.slurm import (
     SINFO,
     SINFO_REASONS,
     SLURM_NODES_JSON,
-    normalize_state,
-    parse_duration,
-    parse_exit_code,
-    parse_node_states,
+    outcomes,
 )
+from goodput_agent.parsing.slurm.records import normalize_state, parse_duration, parse_exit_code
+from goodput_agent.parsing.slurm.sinfo import parse_node_states
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 REALWORLD = (Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld").resolve()
@@ -531,16 +529,16 @@ def test_value_helpers() -> None:
 
 
 def test_node_classification() -> None:
-    gpu_down = slurm.classify_node(["DOWN", "DRAIN"], "GPU fell off the bus")
+    gpu_down = outcomes.classify_node(["DOWN", "DRAIN"], "GPU fell off the bus")
     assert (gpu_down.role, gpu_down.category) == (Role.primary, "gpu_hardware")
-    assert slurm.classify_node(["IDLE", "DRAIN"], "Xid 79 on GPU 3").role == Role.context
-    assert slurm.classify_node(["DOWN"], "scheduled maintenance").role == Role.context
-    assert slurm.classify_node(["MIXED", "DRAIN"], "Kill task failed").category == "node_failure"
-    assert slurm.classify_node(["IDLE"], None).role == Role.context
+    assert outcomes.classify_node(["IDLE", "DRAIN"], "Xid 79 on GPU 3").role == Role.context
+    assert outcomes.classify_node(["DOWN"], "scheduled maintenance").role == Role.context
+    assert outcomes.classify_node(["MIXED", "DRAIN"], "Kill task failed").category == "node_failure"
+    assert outcomes.classify_node(["IDLE"], None).role == Role.context
 
 
 def test_cancelled_by_root_is_a_symptom() -> None:
-    outcome = slurm.classify_job_state("CANCELLED", 0, None)
+    outcome = outcomes.classify_job_state("CANCELLED", 0, None)
     assert outcome.role == Role.symptom
 
 

@@ -17,9 +17,8 @@ from goodput_agent.sources.slurm import (
     SlurmOutput,
     SlurmSource,
     classify_failure,
-    expand_output_path,
-    job_from_outputs,
 )
+from goodput_agent.sources.slurm_job import expand_output_path, job_from_outputs
 from tests.servers.debian import free_port
 from tests.servers.slurm import SlurmCluster
 

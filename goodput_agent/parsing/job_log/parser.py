@@ -1,0 +1,80 @@
+"""The registry's job-log parser: which files are job logs, and reading one."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+
+from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.job_log.file_parser import FileParser
+from goodput_agent.parsing.job_log.prefixes import rank_from_filename
+from goodput_agent.parsing.job_log.scan import ScanState, scan_with_times
+from goodput_agent.parsing.job_log.state import FORMAT
+
+_SNIFF_POSITIVE = re.compile(
+    r"(?m)^\s*(?:\d{1,6}: )?\[(?:rank|default)\d+\]:|Traceback \(most recent call last\)|"
+    r"[\w.\-]+:\d+:\d+ \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN)|NCCL WARN|ProcessGroupNCCL|"
+    r"torch\.distributed|torchrun|ChildFailedError|^Root Cause(?: \(first observed failure\))?:|"
+    r"srun: error|slurmstepd(?:-[\w.\-]+)?: error|"
+    r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
+    r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: |cuda runtime error \(\d+\)|"
+    r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
+    r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
+    r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"
+    r"(?:Memory cgroup out of memory|Out of memory): Kill")
+_KERNELISH = re.compile(
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
+    r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"
+    r"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]+ \d{4}\] |kernel: |.*\bNVRM: )")
+_KERNELISH_START = re.compile(_KERNELISH.pattern.removesuffix(r"|.*\bNVRM: )") + ")")
+_SACCT = re.compile(r"(?m)^\s*JobID\s+JobName|^JobID\|JobName|^-{6,} -{6,}|^\s*PARTITION\s+AVAIL|"
+                    r"^JobId=\d+ ")
+# replacement characters (undecodable bytes) and control characters other than tab, line
+# ends and ESC (colour codes)
+_NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f]")
+
+
+def _looks_text(head: str) -> bool:
+    if not head or "\x00" in head[:4096]:
+        return False
+    sample = head[:4096]
+    return len(_NOT_TEXT.findall(sample)) * 20 < len(sample)
+
+
+class JobLogParser:
+    format = FORMAT
+
+    def sniff(self, head: str, name: str) -> bool:
+        stripped = head.lstrip()
+        if stripped.startswith("{") or re.match(r"\[\s*(?:[{\"\[\]]|$)", stripped):
+            return False  # JSON
+        if not _looks_text(head):
+            return False
+        lines = [ln.strip() for ln in head.splitlines()[:400] if ln.strip()]
+        if not lines:
+            return False
+        if _SACCT.search(head[:8192]):
+            return False
+        # `.*\bNVRM: ` scans the whole line: only lines that hold the word can match it
+        kernelish = sum(1 for ln in lines if (_KERNELISH_START if "NVRM: " not in ln
+                                               else _KERNELISH).match(ln))
+        if kernelish * 2 >= len(lines):
+            return False
+        return bool(_SNIFF_POSITIVE.search(head)) or rank_from_filename(name) is not None
+
+    def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
+        fp = FileParser(ctx)
+        st = ScanState()
+        try:
+            for lineno, line, ts_line in scan_with_times(path, st):
+                fp.feed(lineno, line, ts_line)
+            fp.lines_read = st.lines
+        except OSError as e:
+            raise ParseError(f"cannot read {ctx.rel_path}: {e.strerror or e}") from e
+        except (EOFError, zlib.error) as e:
+            raise ParseError(f"{ctx.rel_path}: corrupt compressed file ({e})") from e
+        return fp.finish()
+
+
+PARSER = JobLogParser()
