@@ -125,6 +125,14 @@ class Watch:
         self.store.record_poll(source.name, None, newest)
         return True
 
+    def sink(self, source: str) -> Callable[[list[Trigger]], None]:
+        """A push source's TriggerSink: returns once the triggers are stored."""
+        def receive(triggers: list[Trigger]) -> None:
+            self.store.enqueue(source, triggers, None, self._assign)
+            newest = max((t.occurred_at for t in triggers), default=None)
+            self.store.record_poll(source, None, newest)
+        return receive
+
     def poll_due(self) -> None:
         if self.store.counts()["queued"] >= self.options.max_queued:
             return  # bounded: the cursors wait until the workers catch up

@@ -213,7 +213,11 @@ class WatchStore:
 
     def health(self) -> list[dict[str, Any]]:
         with self.lock:
-            rows = self.ledger.rows("SELECT * FROM watch_health ORDER BY source")
+            return self.health_rows(self.ledger)
+
+    @staticmethod
+    def health_rows(ledger: Ledger) -> list[dict[str, Any]]:
+        rows = ledger.rows("SELECT * FROM watch_health ORDER BY source")
         now = _now()
         for r in rows:
             seen = r["newest_event_at"]
