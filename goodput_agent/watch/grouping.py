@@ -88,7 +88,9 @@ def plan(store: WatchStore, rule: GroupRule, now: datetime, hold: bool,
     ready = store.queued(ready_before=now - window if hold else None, limit=limit)
     if not ready:
         return []
-    pool = store.queued(ready_before=ready[-1].occurred_at + window, limit=limit * 10)
+    # every queued trigger that could share a group with these (the queue is bounded)
+    pool = store.queued(ready_before=ready[-1].occurred_at + window,
+                        since=ready[0].occurred_at, limit=None)
     taken: set[str] = set()
     run: list[Trigger] = []
     for t in ready:

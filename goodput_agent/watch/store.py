@@ -147,15 +147,21 @@ class WatchStore:
             return None
         return QueuedTrigger(trigger=Trigger.model_validate_json(row[0]), attempts=row[1])
 
-    def queued(self, ready_before: datetime | None = None, limit: int = 1000) -> list[Trigger]:
+    def queued(self, ready_before: datetime | None = None, since: datetime | None = None,
+               limit: int | None = 1000) -> list[Trigger]:
         """Queued triggers, oldest first (by when they happened, then key)."""
         sql = "SELECT trigger_json FROM watch_triggers WHERE status = ?"
         params: list[Any] = [QUEUED]
+        if since is not None:
+            sql += " AND occurred_at >= ?"
+            params.append(since)
         if ready_before is not None:
             sql += " AND occurred_at <= ?"
             params.append(ready_before)
-        sql += " ORDER BY occurred_at, key LIMIT ?"
-        params.append(limit)
+        sql += " ORDER BY occurred_at, key"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
         with self.lock:
             rows = self.con.execute(sql, params).fetchall()
         return [Trigger.model_validate_json(r[0]) for r in rows]

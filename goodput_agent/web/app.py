@@ -57,6 +57,7 @@ from goodput_agent.web.views import (
     picture_paths,
     report_of,
 )
+from goodput_agent.web.watch_page import watch_routes
 
 log = structlog.get_logger(__name__)
 HERE = Path(__file__).parent
@@ -386,6 +387,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/actions/{action_id:int}", action),
         Route("/actions/{action_id:int}/approve", approve, methods=["POST"]),
         Route("/actions/{action_id:int}/reject", reject, methods=["POST"]),
+        *watch_routes(reading, page),  # /watch (web/watch_page.py)
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, middleware=[
