@@ -126,19 +126,22 @@ def make_group(store: WatchStore, representative: Trigger, members: list[Trigger
 
 
 def open_group_for(rule: GroupRule) -> Any:
-    """For WatchStore.enqueue: the open group a new trigger belongs to, or None."""
+    """For WatchStore.enqueue: the open group each new trigger belongs to, if any."""
     window = timedelta(seconds=rule.window_s)
 
-    def assign(con: Any, t: Trigger) -> str | None:
-        mine = signals(t)
-        if not mine:
-            return None
-        rows = con.execute(
-            "SELECT group_key, signals FROM watch_groups WHERE first_at <= ? AND first_at >= ? "
-            "ORDER BY first_at, group_key", [t.occurred_at, t.occurred_at - window]).fetchall()
-        for gkey, sig in rows:
-            if mine & set(json.loads(sig or "[]")):
-                return gkey
-        return None
+    def assign(con: Any, triggers: list[Trigger]) -> dict[str, str]:
+        first = min(t.occurred_at for t in triggers)
+        last = max(t.occurred_at for t in triggers)
+        groups = [(g, set(json.loads(sig or "[]")), at) for g, sig, at in con.execute(
+            "SELECT group_key, signals, first_at FROM watch_groups WHERE first_at <= ? AND "
+            "first_at >= ? ORDER BY first_at, group_key", [last, first - window]).fetchall()]
+        found: dict[str, str] = {}
+        for t in triggers if groups else []:
+            mine = signals(t)
+            for gkey, sig, at in groups:
+                if at <= t.occurred_at <= at + window and mine & sig:
+                    found[t.key] = gkey
+                    break
+        return found
 
     return assign

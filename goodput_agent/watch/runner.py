@@ -33,6 +33,7 @@ from goodput_agent.watch.store import QueuedTrigger, WatchStore
 from goodput_agent.watch.trigger import Trigger, WatchSource
 
 log = logging.getLogger(__name__)
+PLAN_AHEAD = 8  # triggers planned per free worker at a time
 
 Investigate = Callable[[Trigger, Ledger], Report]
 # called after each investigation: (trigger, report, number of triggers it answers)
@@ -95,6 +96,7 @@ class Watch:
         self._clocks = {s.name: _SourceClock() for s in sources}
         self._assign = open_group_for(self.options.group)
         self.summary = RunSummary()
+        self._planned: list[Trigger] = []  # planned to run, next last
 
     def stop(self) -> None:
         self.stopping.set()
@@ -177,13 +179,15 @@ class Watch:
 
     def _dispatch(self, pool: ThreadPoolExecutor, running: dict[Future[None], str],
                   hold: bool) -> None:
-        free = self.options.concurrency - len(running)
-        if free <= 0 or self.stopping.is_set():
-            return
-        for t in plan(self.store, self.options.group, datetime.now(UTC), hold, limit=free):
-            queued = self.store.claim(t.key)
+        while len(running) < self.options.concurrency and not self.stopping.is_set():
+            if not self._planned:  # planned a few at a time: planning reads the queue
+                self._planned = plan(self.store, self.options.group, datetime.now(UTC), hold,
+                                     limit=self.options.concurrency * PLAN_AHEAD)[::-1]
+                if not self._planned:
+                    return
+            queued = self.store.claim(self._planned.pop().key)  # None: grouped since
             if queued is not None:
-                running[pool.submit(self._work, queued)] = t.key
+                running[pool.submit(self._work, queued)] = queued.trigger.key
 
     # --- the loop ----------------------------------------------------------------------
 

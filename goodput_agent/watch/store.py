@@ -83,23 +83,12 @@ class WatchStore:
     def enqueue(self, source: str, triggers: list[Trigger], cursor: str | None,
                 assign_group: Any = None) -> list[Trigger]:
         """Store the triggers (a key already known is ignored) and the source's cursor in one
-        transaction; the triggers new to the store come back. `assign_group(con, trigger)`
-        may name an open group for a new trigger (it then starts `grouped`)."""
-        new: list[Trigger] = []
+        transaction; the triggers new to the store come back. `assign_group(con, triggers)`
+        may name an open group for some of them ({key: group}; they then start `grouped`)."""
         with self.lock:
             self.con.execute("BEGIN TRANSACTION")
             try:
-                for t in sorted(triggers, key=lambda t: (t.occurred_at, t.key)):
-                    if self.con.execute("SELECT 1 FROM watch_triggers WHERE key = ?",
-                                        [t.key]).fetchone():
-                        continue
-                    group = assign_group(self.con, t) if assign_group else None
-                    now = _now()
-                    self.con.execute(
-                        "INSERT INTO watch_triggers VALUES (?,?,?,?,?,?,?,?,?,0,?,NULL,NULL,?)",
-                        [t.key, t.source, t.question, t.subject, t.state, t.occurred_at, now,
-                         t.model_dump_json(), GROUPED if group else QUEUED, group, now])
-                    new.append(t)
+                new = self._insert_new(triggers, assign_group)
                 if cursor is not None:
                     self.con.execute(
                         "INSERT OR REPLACE INTO watch_cursors VALUES (?, ?, ?)",
@@ -109,6 +98,25 @@ class WatchStore:
                 self.con.execute("ROLLBACK")
                 raise
         return new
+
+    def _insert_new(self, triggers: list[Trigger], assign_group: Any) -> list[Trigger]:
+        keys = [t.key for t in triggers]
+        known = {r[0] for r in self.con.execute(
+            "SELECT key FROM watch_triggers WHERE key IN (SELECT unnest(?::VARCHAR[]))",
+            [keys]).fetchall()} if keys else set()
+        new: dict[str, Trigger] = {}
+        for t in sorted(triggers, key=lambda t: (t.occurred_at, t.key)):
+            if t.key not in known:
+                new.setdefault(t.key, t)
+        groups = assign_group(self.con, list(new.values())) if assign_group and new else {}
+        now = _now()
+        if new:
+            self.con.executemany(
+                "INSERT INTO watch_triggers VALUES (?,?,?,?,?,?,?,?,?,0,?,NULL,NULL,?)",
+                [[t.key, t.source, t.question, t.subject, t.state, t.occurred_at, now,
+                  t.model_dump_json(), GROUPED if groups.get(t.key) else QUEUED,
+                  groups.get(t.key), now] for t in new.values()])
+        return list(new.values())
 
     def cursor(self, source: str) -> str | None:
         with self.lock:
