@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from goodput_agent.ledger import Ledger
 from goodput_agent.report import Report
+from goodput_agent.watch.runner import GiveUp
 from goodput_agent.watch.trigger import Trigger
 
 NODE_WINDOW = timedelta(hours=1)  # the kernel-log and reason window before a node event
@@ -29,7 +30,7 @@ class CollectSettings(BaseModel):
     in_cluster: bool | None = None
 
 
-class NothingToCollect(Exception):
+class NothingToCollect(GiveUp):
     """A trigger whose `collect` names no collector this watch has."""
 
 

@@ -40,6 +40,10 @@ Investigate = Callable[[Trigger, Ledger], Report]
 Notify = Callable[[Trigger, Report, int], "NotifyResult"]
 
 
+class GiveUp(Exception):
+    """An investigation that no retry can help (nothing to collect for this trigger)."""
+
+
 class NotifyResult(BaseModel):
     ok: bool
     attempts: int
@@ -153,7 +157,7 @@ class Watch:
         try:
             report = self.investigate(t, lg)
         except Exception as exc:  # noqa: BLE001 - recorded on the trigger, retried
-            retry = queued.attempts < self.options.max_attempts
+            retry = queued.attempts < self.options.max_attempts and not isinstance(exc, GiveUp)
             self.store.fail(t.key, f"{type(exc).__name__}: {exc}", retry)
             if not retry:
                 self.summary.failed += 1

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,35 @@ def test_recover_requeues_running_and_keeps_concluded(tmp_path: Path) -> None:
     rows = {r["key"]: r for r in ledger.rows("SELECT * FROM watch_triggers")}
     assert rows[a.key]["status"] == "queued"
     assert rows[b.key]["status"] == "done" and rows[b.key]["investigation_id"] == inv_b
+
+
+def test_stop_lets_running_investigations_finish(tmp_path: Path) -> None:
+    import threading
+
+    triggers = [job_trigger(n) for n in range(6)]
+    inv = RecordingInvestigation(delay_s=0.5)
+    ledger, watch = _watch(tmp_path, ListSource(triggers), inv, concurrency=2)
+    watch.options.group = GroupRule(window_s=0, min_size=10**6)
+    runner = threading.Thread(target=watch.run)
+    runner.start()
+    deadline = time.monotonic() + 20
+    while not inv.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    watch.stop()
+    runner.join(20)
+    assert not runner.is_alive()
+    counts = watch.store.counts()
+    assert counts["running"] == 0 and counts["done"] == len(inv.calls) >= 1
+    assert counts["queued"] == len(triggers) - len(inv.calls)
+
+
+def test_a_trigger_with_nothing_to_collect_is_not_retried(tmp_path: Path) -> None:
+    from goodput_agent.watch.investigator import CollectSettings, investigate_trigger
+
+    t = job_trigger(1)
+    t.collect = {"unknown_kind": "x"}
+    ledger, watch = _watch(tmp_path, ListSource([t]), RecordingInvestigation())
+    watch.investigate = lambda trig, lg: investigate_trigger(trig, lg, CollectSettings())
+    assert watch.run(once=True).failed == 1
+    row = ledger.rows("SELECT status, attempts, error FROM watch_triggers")[0]
+    assert (row["status"], row["attempts"]) == ("failed", 1) and "no collector" in row["error"]

@@ -196,3 +196,26 @@ def test_kill_9_mid_queue_then_restart(slurm_cluster: SlurmCluster, tmp_path: Pa
                               "ON c.investigation_id = r.investigation_id "
                               "WHERE c.investigation_id IS NULL")[0]["n"]
     print(f"runs interrupted by the kill and run again: {interrupted}")
+
+
+def test_sigterm_stops_cleanly(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.duckdb"
+    proc = subprocess.Popen(watch_cmd(ledger, "--since", "1s"), env=slurm_cluster.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if ledger.exists():
+                with read_ledger(ledger) as (lg, _):
+                    tables = lg.rows("SELECT table_name FROM information_schema.tables "
+                                     "WHERE table_name = 'watch_health'")
+                    if tables and lg.rows("SELECT * FROM watch_health"):
+                        break
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "goodput watch: stopped" in err and "Traceback" not in err
