@@ -4,7 +4,7 @@ the queue by state, the storm groups and the latest incidents. Read from a read-
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,10 @@ def _age(seconds: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
+def _stamp(at: datetime | None) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "never"
+
+
 def render_status(status: WatchStatus) -> None:
     from rich.table import Table
 
@@ -82,7 +86,7 @@ def render_status(status: WatchStatus) -> None:
         t.add_column(col)
     for s in status.sources:
         t.add_row(markup(s.source), "[green]ok[/]" if s.ok else "[red]down[/]", _age(s.lag_s),
-                  str(s.last_ok_at or "never"), str(s.consecutive_failures),
+                  _stamp(s.last_ok_at), str(s.consecutive_failures),
                   markup(s.last_error or ""))
     console.print(t)
     console.print("queue: " + ", ".join(f"{k} {v}" for k, v in status.queue.items()),
