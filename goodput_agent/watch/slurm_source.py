@@ -107,7 +107,10 @@ class SlurmWatchSource:
             Cursor(end=self.since or now)
         config = self._cluster_config()
         sacct = self._call("sacct.txt", "ended jobs", self._sacct_argv(start.end - OVERLAP, now))
-        triggers, newest = self._job_triggers(sacct, config, start)
+        # the first poll reports nothing that ended before its start (--since, or now); later
+        # ones re-read the overlap, where the store's keys drop what was already seen
+        floor = start.end if cursor is None else start.end - OVERLAP
+        triggers, newest = self._job_triggers(sacct, config, start, floor)
         if self.filters.node_events:
             triggers += self._node_triggers(config)
         return Poll(triggers=triggers, cursor=newest.model_dump_json())
@@ -153,8 +156,8 @@ class SlurmWatchSource:
 
     # --- jobs -----------------------------------------------------------------------------
 
-    def _job_triggers(self, out: SlurmOutput, config: dict[str, Any],
-                      start: Cursor) -> tuple[list[Trigger], Cursor]:
+    def _job_triggers(self, out: SlurmOutput, config: dict[str, Any], start: Cursor,
+                      floor: datetime | None = None) -> tuple[list[Trigger], Cursor]:
         result = parse_output(out, self.clock)
         newest = start
         triggers: list[Trigger] = []
@@ -165,7 +168,7 @@ class SlurmWatchSource:
             end = datetime.fromisoformat(d["end"])
             if (end, str(d.get("job_id"))) > (newest.end, newest.job_id):
                 newest = Cursor(end=end, job_id=str(d.get("job_id")))
-            if self._wanted(d, config["uids"]):
+            if (floor is None or end >= floor) and self._wanted(d, config["uids"]):
                 triggers.append(self._job_trigger(e, end, config["cluster"]))
         return triggers, newest
 

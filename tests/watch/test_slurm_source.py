@@ -98,3 +98,11 @@ def test_helpers() -> None:
             "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=gpu-03\n"
             "SwitchName=top Level=1 LinkSpeed=1 Nodes=gpu-[01-03] Switches=s[0-1]\n")
     assert switches_of(topo) == {"gpu-01": "s0", "gpu-02": "s0", "gpu-03": "s1"}
+
+
+def test_nothing_before_the_floor() -> None:
+    src = _source()
+    out = SlurmOutput(name="sacct.txt", what="t", argv=["sacct"], text="\n".join([HEADER, *ROWS]))
+    floor = datetime(2026, 12, 4, 6, 10, 3, tzinfo=UTC)
+    triggers, _ = src._job_triggers(out, CONFIG, Cursor(end=floor), floor)
+    assert [t.subject for t in triggers] == ["14", "15"] and triggers[1].state == "TIMEOUT"
