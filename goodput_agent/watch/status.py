@@ -62,7 +62,7 @@ def read_status(path: Path) -> WatchStatus | None:
         return status_from(ledger)
 
 
-def _age(seconds: float | None) -> str:
+def age(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -85,7 +85,7 @@ def render_status(status: WatchStatus) -> None:
     for col in ("source", "health", "lag", "last ok", "failures", "last error"):
         t.add_column(col)
     for s in status.sources:
-        t.add_row(markup(s.source), "[green]ok[/]" if s.ok else "[red]down[/]", _age(s.lag_s),
+        t.add_row(markup(s.source), "[green]ok[/]" if s.ok else "[red]down[/]", age(s.lag_s),
                   _stamp(s.last_ok_at), str(s.consecutive_failures),
                   markup(s.last_error or ""))
     console.print(t)

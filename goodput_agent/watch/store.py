@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from goodput_agent.ledger import CONCLUDED, INTERRUPTED, Ledger
+from goodput_agent.ledger import Ledger
 from goodput_agent.watch.trigger import Trigger
 
 QUEUED, RUNNING, DONE, FAILED, GROUPED = "queued", "running", "done", "failed", "grouped"
@@ -246,15 +246,6 @@ class WatchStore:
             self.con.execute("INSERT INTO watch_notifications VALUES (?, ?, ?, ?, ?, ?)",
                              [key, investigation_id, ok, attempts,
                               one_line(error) if error else None, _now()])
-
-
-def status_of(investigation_id: str | None, ledger: Ledger) -> str | None:
-    """concluded or interrupted, as the ledger reads it."""
-    if not investigation_id:
-        return None
-    row = ledger.con.execute("SELECT 1 FROM conclusions WHERE investigation_id = ?",
-                             [investigation_id]).fetchone()
-    return CONCLUDED if row else INTERRUPTED
 
 
 def trigger_rows(ledger: Ledger, limit: int = 200) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.watch.status import _age, status_from
+from goodput_agent.watch.status import age, status_from
 
 Reading = Callable[[Request, Callable[[Ledger, Any], Response]], Response]
 Page = Callable[[Request, str, dict[str, Any]], Response]
@@ -25,7 +25,7 @@ def watch_routes(reading: Reading, page: Page) -> list[Route]:
     def watch(request: Request) -> Response:
         def show(led: Ledger, info: Any) -> Response:
             status = status_from(led)
-            return page(request, "watch.html", {"status": status, "info": info, "age": _age})
+            return page(request, "watch.html", {"status": status, "info": info, "age": age})
         return reading(request, show)
 
     return [Route("/watch", watch)]
