@@ -57,8 +57,11 @@ class SlurmFilters(BaseModel):
 
 
 class Cursor(BaseModel):
-    end: datetime
+    end: datetime  # the newest job end seen, and its job id
     job_id: str = ""
+    # node events older than the watch's first start (--since, or then) are not incidents: a
+    # node drained for weeks is not news; kept as the cursor moves on
+    nodes_since: datetime | None = None
 
 
 def gpus_of(tres: str | None) -> int:
@@ -104,7 +107,7 @@ class SlurmWatchSource:
         # a fresh CLI per poll: SlurmCLI remembers a controller found down for its lifetime
         self.cli = SlurmCLI(env=self._base.env, timeout_s=self._base.timeout_s)
         start = Cursor.model_validate_json(cursor) if cursor else \
-            Cursor(end=self.since or now)
+            Cursor(end=self.since or now, nodes_since=self.since or now)
         config = self._cluster_config()
         sacct = self._call("sacct.txt", "ended jobs", self._sacct_argv(start.end - OVERLAP, now))
         # the first poll reports nothing that ended before its start (--since, or now); later
@@ -112,7 +115,9 @@ class SlurmWatchSource:
         floor = start.end if cursor is None else start.end - OVERLAP
         triggers, newest = self._job_triggers(sacct, config, start, floor)
         if self.filters.node_events:
-            triggers += self._node_triggers(config)
+            triggers += [t for t in self._node_triggers(config)
+                         if start.nodes_since is None or t.occurred_at >= start.nodes_since]
+        newest.nodes_since = start.nodes_since
         return Poll(triggers=triggers, cursor=newest.model_dump_json())
 
     # --- reading ------------------------------------------------------------------------
