@@ -142,3 +142,17 @@ def test_a_trigger_with_nothing_to_collect_is_not_retried(tmp_path: Path) -> Non
     assert watch.run(once=True).failed == 1
     row = ledger.rows("SELECT status, attempts, error FROM watch_triggers")[0]
     assert (row["status"], row["attempts"]) == ("failed", 1) and "no collector" in row["error"]
+
+
+def test_a_push_source_sink_stores_once_and_reports_health(tmp_path: Path) -> None:
+    inv = RecordingInvestigation()
+    ledger, watch = _watch(tmp_path, ListSource([]), inv)
+    receive = watch.sink("alertmanager")
+    alert = job_trigger(7).model_copy(update={"source": "alertmanager", "key": "alert:fp:1"})
+    receive([alert])
+    receive([alert])  # Alertmanager re-sends until it is resolved
+    assert watch.store.counts()["queued"] == 1
+    (health,) = [h for h in watch.store.health() if h["source"] == "alertmanager"]
+    assert health["ok"] is True and health["newest_event_at"] == alert.occurred_at
+    watch.run(once=True)
+    assert inv.calls == {"alert:fp:1": 1}
