@@ -91,6 +91,14 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def duckdb_mib(w: Watch) -> float:
+    """Memory DuckDB's buffer manager holds (the ledger's pages cached, its indexes)."""
+    with w.store.lock:
+        row = w.store.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()")\
+            .fetchone()
+    return (row[0] or 0) / 2**20
+
+
 def duplicates(ledger: Ledger, stub: StubInvestigation) -> int:
     twice = sum(1 for n in stub.calls.values() if n > 1)
     per_trigger = ledger.rows(
@@ -161,7 +169,7 @@ def bench_soak(tmp: Path, seconds: float, concurrency: int) -> None:
                           f"leaf-{n - 1}-{i}") for i in range(5)] if n else []
             return Poll(triggers=batch + repeat, cursor=str(n + 1))
 
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, float, float]] = []
     with Ledger(tmp / "soak.duckdb") as led:
         w = Watch(led, [Arrivals()], stub,
                   WatchOptions(concurrency=concurrency, tick_s=0.02, interval_s=1.0,
@@ -171,18 +179,22 @@ def bench_soak(tmp: Path, seconds: float, concurrency: int) -> None:
         runner.start()
         while time.monotonic() - t0 < seconds:
             time.sleep(min(10.0, seconds / 20))
-            samples.append((time.monotonic() - t0, rss_mib()))
+            samples.append((time.monotonic() - t0, rss_mib(), duckdb_mib(w)))
         w.stop()
         runner.join()
         dup = duplicates(led, stub)
         counts = w.store.counts()
-    rss = [r for _, r in samples]
+    ledger_mib = (tmp / "soak.duckdb").stat().st_size / 2**20
+    rss = [r for _, r, _ in samples]
+    other = [r - d for _, r, d in samples]  # what is not DuckDB's buffer manager
     half = len(rss) // 2
     print(f"soak {seconds:.0f} s: {made} triggers made, {counts['done']} investigated, "
           f"{counts['grouped']} grouped, {counts['queued']} queued at the end; RSS MiB first "
           f"{rss[0]:.0f}, median of first half {statistics.median(rss[:half] or rss):.0f}, "
           f"median of second half {statistics.median(rss[half:]):.0f}, max {max(rss):.0f}; "
-          f"duplicate investigations {dup}")
+          f"RSS less DuckDB's buffers: first {other[0]:.0f}, last {other[-1]:.0f}, max "
+          f"{max(other):.0f}; DuckDB buffers last {samples[-1][2]:.0f} (the ledger grew to "
+          f"{ledger_mib:.0f} MiB); duplicate investigations {dup}")
 
 
 def main() -> None:
