@@ -31,6 +31,7 @@ from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole, investigations_table
 from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
 from goodput_agent.cli.trace import trace
+from goodput_agent.cli.watch import watch
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_text, line
@@ -383,6 +384,7 @@ cli.add_command(failure_timeline_cmd)
 cli.add_command(node_health)
 cli.add_command(fleet_cmd)
 cli.add_command(account_cmd)
+cli.add_command(watch)
 for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
     cli.add_command(_cmd)
 

@@ -37,6 +37,7 @@ from goodput_agent.web.config import ServeConfig
 from goodput_agent.web.fleet_page import fleet_route
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE
 from goodput_agent.web.site import HERE, SVG_CSP, Site
+from goodput_agent.web.watch_page import watch_routes
 
 __all__ = ["PAGES", "ServeConfig", "create_app"]
 
@@ -51,6 +52,7 @@ PAGES: tuple[Callable[[Site], list[BaseRoute]], ...] = (
     lambda site: account_routes(site.page, site.reading, SVG_CSP),
     routes_actions.routes,
     lambda site: [fleet_route(site.page, site.reading)],
+    lambda site: watch_routes(site.reading, site.page),
 )
 
 

@@ -1,0 +1,169 @@
+"""`goodput watch`: investigate every failed job as it happens; `goodput watch status`.
+
+Exit codes of `goodput watch`: 0 stopped cleanly (SIGTERM/SIGINT, or `--once` with every source
+read and every incident investigated), 2 bad input, 4 (`--once`) a source could not be read,
+5 (`--once`) an incident could not be investigated after its retries (recorded as failed).
+`goodput watch status`: 0 every source healthy, 4 a source is failing, 2 no watch ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from goodput_agent.errors import BadInput
+from goodput_agent.untrusted import line
+
+EXIT_SOURCE_DOWN, EXIT_INCIDENT_FAILED = 4, 5
+
+ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
+                             default=None, help="DuckDB ledger file (default: user data dir).")
+
+# the flags that choose and configure sources (sources.SourceOptions); a new source adds its
+# flags here and reads them in _source_options
+source_options: list[Callable[[Any], Any]] = [
+    click.option("--slurm", is_flag=True, help="Follow Slurm job ends (sacct) and node "
+                 "DOWN/DRAIN events (sinfo -R)."),
+    click.option("--slurm-conf", default=None, metavar="PATH",
+                 help="slurm.conf to use (default: $SLURM_CONF, else Slurm's own)."),
+    click.option("--partition", "partitions", multiple=True, help="Only this partition "
+                 "(repeatable)."),
+    click.option("--account", "accounts", multiple=True, help="Only this account (repeatable)."),
+    click.option("--user", "users", multiple=True, help="Only this user's jobs (repeatable)."),
+    click.option("--min-nodes", default=0, type=click.IntRange(0), help="Only jobs on at "
+                 "least this many nodes."),
+    click.option("--min-gpus", default=0, type=click.IntRange(0), help="Only jobs with at "
+                 "least this many GPUs (AllocTRES gres/gpu)."),
+    click.option("--no-node-events", is_flag=True, help="Jobs only: no node DOWN/DRAIN "
+                 "triggers."),
+    click.option("--since", "since_text", default=None, metavar="WHEN",
+                 help="Where the first poll starts: 2h (that long ago) or an ISO time "
+                      "(default: now). A restart resumes from the stored cursor instead."),
+]
+
+
+def _with(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def wrap(f: Any) -> Any:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
+    from goodput_agent.timespec import looking_back
+    from goodput_agent.watch.slurm_source import SlurmFilters
+    from goodput_agent.watch.sources import SourceOptions
+
+    since_text = flags.pop("since_text")
+    return SourceOptions(
+        slurm=flags.pop("slurm"), timeout_s=timeout_s,
+        since=looking_back(since_text).start if since_text else None,
+        slurm_filters=SlurmFilters(
+            partitions=list(flags.pop("partitions")), accounts=list(flags.pop("accounts")),
+            users=list(flags.pop("users")), min_nodes=flags.pop("min_nodes"),
+            min_gpus=flags.pop("min_gpus"), node_events=not flags.pop("no_node_events")))
+
+
+@click.group("watch", invoke_without_command=True)
+@_with(source_options)
+@click.option("--once", is_flag=True, help="One poll of each source, investigate what it "
+              "found, exit (for cron and tests).")
+@click.option("--interval", "interval_s", default=30.0, show_default=True,
+              type=click.FloatRange(0.1), help="Seconds between polls of a source.")
+@click.option("--concurrency", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="Investigations at once.")
+@click.option("--group-window", "group_window_s", default=60.0, show_default=True,
+              type=click.FloatRange(0), help="Seconds within which failures sharing a node, a "
+              "switch or a node-fault reason are one grouped incident.")
+@click.option("--group-min", "group_min", default=3, show_default=True,
+              type=click.IntRange(2), help="Failures that make a group.")
+@click.option("--max-attempts", default=3, show_default=True, type=click.IntRange(1),
+              help="Investigation attempts per incident before it is marked failed.")
+@click.option("--notify-url", default=None, metavar="URL", help="POST a notification here "
+              "after each investigation.")
+@click.option("--notify-format", type=click.Choice(["slack", "json"]), default="slack",
+              show_default=True)
+@click.option("--review-url", default=None, metavar="URL",
+              help="Base address of `goodput serve`, for the link in notifications.")
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True,
+              help="Seconds to wait for each source command or call.")
+@ledger_option
+@click.pass_context
+def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
+          group_window_s: float, group_min: int, max_attempts: int, notify_url: str | None,
+          notify_format: str, review_url: str | None, timeout_s: float,
+          ledger_path: Path | None, slurm_conf: str | None, **flags: Any) -> None:
+    """Investigate every failed job and node fault as it happens, exactly once (the queue and
+    the cursors live in the ledger: a restart resumes, a kill loses nothing)."""
+    if ctx.invoked_subcommand:
+        return
+    from goodput_agent.ledger import open_ledger
+    from goodput_agent.watch.grouping import GroupRule
+    from goodput_agent.watch.investigator import CollectSettings, investigate_trigger
+    from goodput_agent.watch.runner import Watch, WatchOptions
+    from goodput_agent.watch.sources import build_sources, start_receivers
+
+    if slurm_conf:
+        import os
+
+        os.environ["SLURM_CONF"] = slurm_conf  # the sources' and the collectors' commands
+    options = _source_options(flags, timeout_s)
+    sources = build_sources(options)
+    if not sources and not options.any:
+        raise click.UsageError("choose what to watch: --slurm")
+    settings = CollectSettings(slurm_conf=slurm_conf, timeout_s=timeout_s)
+    notify = None
+    if notify_url:
+        from goodput_agent.watch.notify import NotifySettings, notifier
+
+        notify = notifier(NotifySettings(url=notify_url, format=notify_format,  # type: ignore[arg-type]
+                                         review_url=review_url))
+    run_options = WatchOptions(interval_s=interval_s, concurrency=concurrency,
+                               max_attempts=max_attempts,
+                               group=GroupRule(window_s=group_window_s, min_size=group_min))
+    with open_ledger(ledger_path) as ledger:
+        w = Watch(ledger, sources, lambda t, lg: investigate_trigger(t, lg, settings),
+                  run_options, notify)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: w.stop())
+        stops = start_receivers(options, w.sink)
+        click.echo(f"goodput watch: {', '.join(s.name for s in sources) or 'receivers'}; "
+                   f"ledger {line(ledger.path)}", err=True)
+        try:
+            summary = w.run(once=once)
+        finally:
+            for stop in stops:
+                stop()
+    click.echo(f"goodput watch: stopped ({summary.investigated} investigated, "
+               f"{summary.failed} failed, {summary.polls_failed} failed polls)", err=True)
+    if once and summary.polls_failed:
+        sys.exit(EXIT_SOURCE_DOWN)
+    if once and summary.failed:
+        sys.exit(EXIT_INCIDENT_FAILED)
+
+
+@watch.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@ledger_option
+def watch_status(as_json: bool, ledger_path: Path | None) -> None:
+    """Each source's health and lag, the queue by state, and the storm groups."""
+    from goodput_agent.ledger import default_ledger_path
+    from goodput_agent.watch.status import read_status, render_status
+
+    path = ledger_path or default_ledger_path()
+    status = read_status(path)
+    if status is None:
+        raise BadInput(f"{path}: no watch has run on this ledger (goodput watch --slurm)")
+    if as_json:
+        click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
+    else:
+        render_status(status)
+    if not status.healthy:
+        sys.exit(EXIT_SOURCE_DOWN)
