@@ -12,6 +12,7 @@ nothing, and a re-list after `410 Gone` emits only what it missed):
   whose containers ended OOMKilled or Error: `k8s-pod:<uid>:<container>:<n>` where n is the
   number of the ended instance (restartCount while it is the current state, restartCount - 1
   once the kubelet restarted it and it shows as lastState), so both views of one end agree;
+  only a container's first MAX_ENDS_PER_CONTAINER ends (a crash loop is one problem);
 - a GPU node whose Ready condition is False or Unknown (`k8s-node:<node>:NotReady:<since>`),
   or that carries a GPU health taint (`k8s-node:<node>:taint:<key>:<since>`).
 
@@ -39,6 +40,9 @@ GPU_TAINT_PREFIXES = ("nvidia.com/", "gpu.health/")
 NOT_HEALTH_TAINTS = frozenset({GPU_RESOURCE})
 POD_END_REASONS = frozenset({"OOMKilled", "Error"})
 JOB_KINDS = {"jobs": "Job", "jobsets": "JobSet", "pytorchjobs": "PyTorchJob"}
+# a container that keeps ending (a Deployment's pod in CrashLoopBackOff restarts for ever):
+# its first ends are incidents; later ones repeat them and are not
+MAX_ENDS_PER_CONTAINER = 3
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,8 @@ def _ended(status: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     return None
 
 
-def pod_incidents(pod: dict[str, Any], seen_at: datetime) -> list[Incident]:
+def pod_incidents(pod: dict[str, Any], seen_at: datetime,
+                  max_ends: int = MAX_ENDS_PER_CONTAINER) -> list[Incident]:
     if not requests_gpu(pod):
         return []
     meta, status = _meta(pod), _status(pod)
@@ -146,7 +151,8 @@ def pod_incidents(pod: dict[str, Any], seen_at: datetime) -> list[Incident]:
     out = []
     for cs in status.get("containerStatuses") or []:
         ended = _ended(cs) if isinstance(cs, dict) else None
-        if ended is None or ended[1].get("reason") not in POD_END_REASONS:
+        if ended is None or ended[1].get("reason") not in POD_END_REASONS \
+                or ended[0] >= max_ends:
             continue
         instance, term = ended
         container = str(cs.get("name"))

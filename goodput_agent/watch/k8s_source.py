@@ -37,6 +37,7 @@ from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.k8s import K8sSource, _api_error
 from goodput_agent.watch.k8s_incidents import (
     GPU_TAINT_PREFIXES,
+    MAX_ENDS_PER_CONTAINER,
     Incident,
     job_incidents,
     node_incidents,
@@ -78,19 +79,23 @@ class _Expired(Exception):
 
 class K8sWatchSource:
     """A WatchSource over one cluster. `namespaces` empty: every namespace; `selector`: a label
-    selector for the workloads and pods (nodes are all GPU nodes)."""
+    selector for the workloads and pods (nodes are all GPU nodes). A poll watches each kind in
+    turn for up to `timeout_seconds` (the API server holds a watch open that long), so one
+    poll takes at most kinds x timeout_seconds."""
 
     name = "kubernetes"
 
     def __init__(self, api_client: Any, *, namespaces: tuple[str, ...] = (), selector: str = "",
-                 timeout_seconds: int = 5, since: timedelta | None = None,
+                 timeout_seconds: int = 2, since: timedelta | None = None,
                  taint_prefixes: tuple[str, ...] = GPU_TAINT_PREFIXES,
+                 max_ends_per_container: int = MAX_ENDS_PER_CONTAINER,
                  kinds: tuple[Kind, ...] = KINDS, request_timeout_s: float = 20.0):
         self.k8s = K8sSource(api_client, timeout_s=request_timeout_s)
         self.selector = selector
         self.timeout_seconds = timeout_seconds
         self.since = since
         self.taint_prefixes = taint_prefixes
+        self.max_ends_per_container = max_ends_per_container
         self.streams = [Stream(k, ns) for k in kinds
                         for ns in ((namespaces or (None,)) if k.namespaced else (None,))]
         self.not_served: set[str] = set()  # kinds this cluster does not have (no CRD)
@@ -209,6 +214,7 @@ class K8sWatchSource:
             self.drops += 1
             log.info("k8s_watch.dropped", stream=stream.id, rv=st.get("rv"), error=str(exc))
         finally:
+            resp.close()  # a stream cut short must not go back to the pool half-read
             resp.release_conn()
 
     def _apply(self, stream: Stream, st: dict[str, Any], known: dict[str, Any],
@@ -252,7 +258,7 @@ class K8sWatchSource:
         seen_at = datetime.now(UTC)
         plural = stream.kind.plural
         if plural == "pods":
-            return pod_incidents(obj, seen_at)
+            return pod_incidents(obj, seen_at, self.max_ends_per_container)
         if plural == "nodes":
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             return node_incidents(obj, seen_at, rv, self.taint_prefixes)

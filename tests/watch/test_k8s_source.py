@@ -186,3 +186,17 @@ def test_an_unreachable_api_server_is_source_down(tmp_path):
     src = K8sWatchSource.connect(kubeconfig=kc, timeout_seconds=1, request_timeout_s=2)
     with pytest.raises(SourceDown, match="unreachable"):
         src.poll(None)
+
+
+def test_a_crash_loop_is_a_few_incidents_not_one_per_restart(tmp_path):
+    c = base_cluster()
+    with running_kube_api(c) as srv:
+        w = Follower(source(srv, tmp_path, max_ends_per_container=3))
+        w.poll()
+        ends = []
+        for restarts in range(6):  # ends, restarts, ends again...
+            c.add(pod("looping", ended="Error", restarts=restarts))
+            ends += [t.key.rsplit(":", 1)[1] for t in w.poll()]
+            c.add(pod("looping", restarts=restarts + 1, last="Error"))
+            ends += [t.key.rsplit(":", 1)[1] for t in w.poll()]
+        assert ends == ["0", "1", "2"]
