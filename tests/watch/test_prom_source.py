@@ -1,6 +1,7 @@
 """The shipped alert rules (deploy/prometheus/goodput-alerts.yaml) in a REAL Prometheus over
-backfilled DCGM and vLLM series (generated here, ending now), and the poller of
-`/api/v1/alerts` turning what fires into the right triggers, once.
+backfilled DCGM and vLLM series (generated here, ending now), the poller of `/api/v1/alerts`
+turning what fires into the right triggers, once, and a node trigger's bundle
+(node_collect.py) investigated to the Xid it fired for.
 
 Only change to the shipped rules: `for:` is cut to 0s, so the test does not wait the 5 real
 minutes a throttling or latency alert must hold; what fires, and with which labels, is the
@@ -18,7 +19,10 @@ import pytest
 import requests
 import yaml
 
+from goodput_agent.investigate import investigate_bundle
+from goodput_agent.ledger import open_ledger
 from goodput_agent.watch.alerts import fingerprint
+from goodput_agent.watch.node_collect import collect_node_event
 from goodput_agent.watch.prom_source import PrometheusAlertsSource
 from goodput_agent.watch.trigger import SourceDown
 
@@ -146,6 +150,16 @@ def test_the_rules_fire_and_the_poller_makes_the_triggers(tmp_path):
         again = src.poll(first.cursor)  # still firing: nothing new
         assert again.triggers == []
         assert json.loads(again.cursor)["firing"] == sorted(t.key for t in first.triggers)
+
+        # the Xid trigger, collected (node_collect) and investigated as any bundle
+        bundle = collect_node_event(xid.collect["node"], xid.occurred_at, tmp_path / "bundle",
+                                    prometheus_url=url, state="Xid")
+        assert (bundle / "metrics" / "dcgm" / "DCGM_FI_DEV_XID_ERRORS.json").is_file()
+        with open_ledger(tmp_path / "ledger.duckdb") as ledger:
+            report = investigate_bundle(bundle, ledger)
+        assert report.root_cause.category == "gpu_hardware"
+        assert "Xid 79" in report.root_cause.summary and "gpu-node-07" in \
+            report.root_cause.summary
 
 
 def test_a_prometheus_that_does_not_answer_is_source_down():
