@@ -123,10 +123,12 @@ class K8sWatchSource:
         for stream in self.streams:
             if stream.id in self.not_served:
                 continue
+            new_stream = stream.id not in streams  # first poll, or a kind/namespace added
             st = streams.setdefault(stream.id, {"rv": None, "known": {}})
             try:
                 if not st.get("rv"):
-                    self._relist(stream, st, triggers, emit_after=self._first_emit(cursor, now))
+                    self._relist(stream, st, triggers,
+                                 emit_after=self._first_emit(new_stream, now))
                     continue
                 try:
                     self._watch(stream, st, triggers)
@@ -145,10 +147,11 @@ class K8sWatchSource:
         return Poll(triggers=triggers, cursor=json.dumps(state, sort_keys=True,
                                                            separators=(",", ":")))
 
-    def _first_emit(self, cursor: str | None, now: datetime) -> datetime | None:
-        """A first list emits incidents newer than this (None: every one not yet known).
-        Without a cursor, start from now (or `since` ago): past failures are remembered."""
-        if cursor is not None:
+    def _first_emit(self, new_stream: bool, now: datetime) -> datetime | None:
+        """A list emits incidents newer than this (None: every one not yet known). A stream
+        the cursor has never seen starts from now (or `since` ago): what already failed is
+        remembered, not emitted."""
+        if not new_stream:
             return None
         return now - self.since if self.since else datetime.max.replace(tzinfo=UTC)
 

@@ -200,3 +200,15 @@ def test_a_crash_loop_is_a_few_incidents_not_one_per_restart(tmp_path):
             c.add(pod("looping", restarts=restarts + 1, last="Error"))
             ends += [t.key.rsplit(":", 1)[1] for t in w.poll()]
         assert ends == ["0", "1", "2"]
+
+
+def test_a_namespace_added_later_starts_from_now_too(tmp_path):
+    c = base_cluster()
+    c.add(pod("old-serving-crash", ns="serving", ended="Error"))
+    with running_kube_api(c) as srv:
+        w = Follower(source(srv, tmp_path, namespaces=("train",)))
+        w.poll()
+        w.src = source(srv, tmp_path, namespaces=("train", "serving"))  # restarted, wider
+        assert w.poll() == []
+        c.add(pod("new-serving-crash", ns="serving", ended="Error"))
+        assert [t.subject for t in w.poll()] == ["serving/new-serving-crash"]
