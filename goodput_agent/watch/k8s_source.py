@@ -16,7 +16,7 @@ emitted for each object still present (by uid: signature → key). An event that
 incident emits nothing; a re-list emits only what is not known and forgets objects that are
 gone, so the cursor stays as small as the set of failed objects the cluster still keeps.
 The first poll (no cursor) starts from now: what has already failed is remembered, not emitted
-— unless `since` asks to look back that far.
+— unless `since` (a time) asks to emit what failed after it.
 
 Transport: the official `kubernetes` client with the configuration goodput_agent/sources/k8s.py
 builds (kubeconfig or in-cluster), raw JSON (`_preload_content=False`). Verbs: list and watch
@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -86,7 +86,7 @@ class K8sWatchSource:
     name = "kubernetes"
 
     def __init__(self, api_client: Any, *, namespaces: tuple[str, ...] = (), selector: str = "",
-                 timeout_seconds: int = 2, since: timedelta | None = None,
+                 timeout_seconds: int = 2, since: datetime | None = None,
                  taint_prefixes: tuple[str, ...] = GPU_TAINT_PREFIXES,
                  max_ends_per_container: int = MAX_ENDS_PER_CONTAINER,
                  kinds: tuple[Kind, ...] = KINDS, request_timeout_s: float = 20.0):
@@ -119,7 +119,6 @@ class K8sWatchSource:
         state = _decode(cursor)
         streams = state.setdefault("streams", {})
         triggers: list[Trigger] = []
-        now = datetime.now(UTC)
         for stream in self.streams:
             if stream.id in self.not_served:
                 continue
@@ -127,8 +126,7 @@ class K8sWatchSource:
             st = streams.setdefault(stream.id, {"rv": None, "known": {}})
             try:
                 if not st.get("rv"):
-                    self._relist(stream, st, triggers,
-                                 emit_after=self._first_emit(new_stream, now))
+                    self._relist(stream, st, triggers, emit_after=self._first_emit(new_stream))
                     continue
                 try:
                     self._watch(stream, st, triggers)
@@ -147,13 +145,13 @@ class K8sWatchSource:
         return Poll(triggers=triggers, cursor=json.dumps(state, sort_keys=True,
                                                            separators=(",", ":")))
 
-    def _first_emit(self, new_stream: bool, now: datetime) -> datetime | None:
+    def _first_emit(self, new_stream: bool) -> datetime | None:
         """A list emits incidents newer than this (None: every one not yet known). A stream
         the cursor has never seen starts from now (or `since` ago): what already failed is
         remembered, not emitted."""
         if not new_stream:
             return None
-        return now - self.since if self.since else datetime.max.replace(tzinfo=UTC)
+        return self.since or datetime.max.replace(tzinfo=UTC)
 
     # ---- list and watch
 

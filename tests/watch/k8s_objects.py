@@ -11,14 +11,16 @@ GPU = {"limits": {"nvidia.com/gpu": "8"}}
 
 def pod(name: str, *, ns: str = "train", node: str = "gpu-1", gpu: bool = True,
         ended: str | None = None, restarts: int = 0, last: str | None = None,
-        evicted: bool = False, labels: dict[str, str] | None = None) -> dict[str, Any]:
+        evicted: bool = False, labels: dict[str, str] | None = None,
+        finished: str | None = None) -> dict[str, Any]:
     """A pod whose container `main` runs, or ended with reason `ended` (current state), or
     ended with `last` and was restarted (lastState, restartCount `restarts`)."""
     state: dict[str, Any] = {"running": {"startedAt": "2026-12-04T05:00:00Z"}}
     if ended:
         state = {"terminated": {"reason": ended, "exitCode": 137 if ended == "OOMKilled" else 1,
                                 "startedAt": "2026-12-04T05:00:00Z",
-                                "finishedAt": f"2026-12-04T05:{10 + restarts:02d}:00Z"}}
+                                "finishedAt": finished or
+                                f"2026-12-04T05:{10 + restarts:02d}:00Z"}}
     last_state = {"terminated": {"reason": last, "exitCode": 137,
                                  "finishedAt": f"2026-12-04T05:{9 + restarts:02d}:00Z"}} \
         if last else {}

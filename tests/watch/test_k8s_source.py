@@ -171,11 +171,12 @@ def test_label_selector_filters_workloads_and_pods(tmp_path):
 
 
 def test_since_looks_back_on_the_first_poll(tmp_path):
-    from datetime import timedelta
+    from datetime import UTC, datetime
 
     c = base_cluster()
+    c.add(pod("older-oom", ended="OOMKilled", finished="2026-12-04T05:01:00Z"))  # before
     with running_kube_api(c) as srv:
-        w = Follower(source(srv, tmp_path, since=timedelta(days=36500)))
+        w = Follower(source(srv, tmp_path, since=datetime(2026, 12, 4, 5, 5, tzinfo=UTC)))
         assert sorted(t.subject for t in w.poll()) == ["train/old-failure", "train/old-oom"]
 
 
