@@ -28,7 +28,12 @@ otherwise); `token` requires `Authorization: Bearer <token>`. Every request is r
 `.requests` (verb, API group, resource with subresource, namespace, name), which is how the RBAC
 test proves the ClusterRole covers each call the source makes.
 
-Not served: watch, server-side apply, OpenAPI, Table output, admission, controllers (nothing
+Watch (`?watch=true&resourceVersion=&allowWatchBookmarks=&timeoutSeconds=`) is served by
+tests/servers/kube_watch.py from the cluster's change history: chunked JSON lines, bookmarks, a
+`410 Gone` for a compacted resourceVersion (as an HTTP 410 or an ERROR event, as the real
+server answers one or the other), and injected faults (a connection dropped mid-stream).
+
+Not served: server-side apply, OpenAPI, Table output, admission, controllers (nothing
 recreates a deleted pod; Jobs do not run). Only loopback.
 """
 
@@ -410,6 +415,27 @@ class FixtureCluster:
     # (namespace, pod, container, previous) -> lines
     logs: dict[tuple[str, str, str, bool], list[LogLine]] = field(default_factory=dict)
     resource_version: int = 1000
+    # every change, for watch: (resourceVersion, ADDED/MODIFIED/DELETED, key, object)
+    history: list[tuple[int, str, tuple[str, str, str], dict[str, Any]]] = \
+        field(default_factory=list)
+    compacted_rv: int = 0  # a watch from an older resourceVersion is answered 410 Gone
+
+    def record(self, kind: str, key: tuple[str, str, str], obj: dict[str, Any]) -> None:
+        self.history.append((self.resource_version, kind, key, copy.deepcopy(obj)))
+
+    def remove(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
+        """Delete an object (a DELETED watch event), as a controller or a person would."""
+        res = _BY_KIND[(api_version, kind)]
+        key = self._key(res, namespace, name)
+        obj = self.objects.pop(key)
+        self.resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self.resource_version)
+        self.record("DELETED", key, obj)
+
+    def compact(self) -> None:
+        """Forget the history so far, as etcd compaction does: older resourceVersions expire."""
+        self.compacted_rv = self.resource_version
+        self.history.clear()
 
     def _key(self, res: Resource, namespace: str | None, name: str) -> tuple[str, str, str]:
         return (res.plural + "." + res.group, namespace or "", name)
@@ -432,7 +458,9 @@ class FixtureCluster:
         meta["resourceVersion"] = str(self.resource_version)
         if res.kind in ("Deployment", "StatefulSet", "Job"):
             meta.setdefault("generation", 1)
-        self.objects[self._key(res, meta.get("namespace"), meta["name"])] = obj
+        key = self._key(res, meta.get("namespace"), meta["name"])
+        self.record("MODIFIED" if key in self.objects else "ADDED", key, obj)
+        self.objects[key] = obj
         ns = meta.get("namespace")
         if ns and self._key(_NAMESPACES, None, ns) not in self.objects:
             self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
@@ -523,6 +551,11 @@ class FixtureKubeAPI:
         self.token = token
         self.user = user
         self.now = now  # the server's clock for sinceSeconds; None: the real clock
+        # watch (tests/servers/kube_watch.py): how an expired resourceVersion is answered
+        # ("http": 410 Gone; "event": 200 and an ERROR event with code 410), and faults the
+        # next watch calls meet, in order (kube_watch.WatchFault)
+        self.expired_as = "event"
+        self.watch_faults: list[Any] = []
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self.address = "127.0.0.1:0"
@@ -544,6 +577,8 @@ class FixtureKubeAPI:
             except ApiError as exc:
                 code, ctype, payload = exc.code, "application/json", exc.status()
         rec.code = code
+        if not isinstance(payload, (bytes, dict, list)):  # a watch: streamed by the handler
+            return code, ctype, payload
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         return code, ctype, data
 
@@ -624,7 +659,9 @@ class FixtureKubeAPI:
         if self.rules is not None and not any(_rule_allows(r, attrs) for r in self.rules):
             raise forbidden(self.user, attrs)
         if watch:
-            raise _bad("watch is not served by the fixture API server")
+            from tests.servers.kube_watch import watch_plan
+
+            return 200, "application/json", watch_plan(self, res, namespace, query)
         dry = query.get("dryRun", [])
         if dry and dry != ["All"]:
             raise ApiError(400, "BadRequest", f'Invalid dryRun value: "{dry[0]}"; supported '
@@ -760,6 +797,7 @@ class FixtureKubeAPI:
         self.cluster.resource_version += 1
         meta["resourceVersion"] = str(self.cluster.resource_version)
         self.cluster.objects[self.cluster._key(res, namespace, name)] = new
+        self.cluster.record("MODIFIED", self.cluster._key(res, namespace, name), new)
         return copy.deepcopy(new)
 
     def _delete(self, res: Resource, namespace: str | None, name: str, body: bytes,
@@ -771,6 +809,7 @@ class FixtureKubeAPI:
         if not dry_run:
             self.cluster.resource_version += 1
             del self.cluster.objects[self.cluster._key(res, namespace, name)]
+            self.cluster.record("DELETED", self.cluster._key(res, namespace, name), current)
         if res.kind != "Pod":
             details = {"name": name, "kind": res.plural, "uid": current["metadata"]["uid"]}
             if res.group:
@@ -830,6 +869,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         code, ctype, data = self.api.handle(self.command, self.path, headers, body)
+        if not isinstance(data, bytes):
+            from tests.servers.kube_watch import stream_watch
+
+            stream_watch(self, data)
+            return
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))

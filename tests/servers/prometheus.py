@@ -9,6 +9,7 @@ Nothing here reaches beyond loopback except apt-get, on a machine that lacks the
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import socket
 import subprocess
@@ -50,13 +51,18 @@ def backfill(promtool: Path, files: Sequence[Path], data_dir: Path) -> None:
 
 @contextmanager
 def running_prometheus(workdir: Path, files: Sequence[Path] = (),
-                       flags: Sequence[str] = ()) -> Iterator[str]:
-    """A Prometheus over `files`, serving on loopback; yields its URL."""
+                       flags: Sequence[str] = (), rule_files: Sequence[Path] = (),
+                       evaluation_interval: str = "1m") -> Iterator[str]:
+    """A Prometheus over `files`, serving on loopback; yields its URL. `rule_files`:
+    alerting/recording rules it evaluates every `evaluation_interval`."""
     prometheus, promtool = ensure_prometheus()
     data = workdir / "data"
     backfill(promtool, files, data)
     config = workdir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+    rules = "".join(f"  - {json.dumps(str(p))}\n" for p in rule_files)
+    config.write_text(f"global:\n  scrape_interval: 1h\n  evaluation_interval: "
+                      f"{evaluation_interval}\nscrape_configs: []\n"
+                      + (f"rule_files:\n{rules}" if rules else ""))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [str(prometheus), f"--config.file={config}", f"--storage.tsdb.path={data}",

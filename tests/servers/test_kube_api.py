@@ -240,3 +240,43 @@ def test_kubectl_talks_to_it(tmp_path):
         missing = run("get", "pod", "nope", "-n", "ml-train")
         assert missing.returncode == 1
         assert 'Error from server (NotFound): pods "nope" not found' in missing.stderr
+
+
+def test_watch_streams_as_the_official_client_reads_them(server):
+    """The official client's Watch (iter_resp_lines over the chunked stream, typed events)
+    reads the fixture's watch: changes after the resourceVersion asked, filtered by label,
+    then a bookmark; a compacted version is its ApiException 410."""
+    from kubernetes import watch
+
+    core = k8s.CoreV1Api(api(server))
+    start = core.list_namespaced_pod("ml").metadata.resource_version
+    c = server.cluster
+    pod = dict(c.objects[("pods.", "ml", "train-0")])
+    c.add({**pod, "status": {"phase": "Failed"}})
+    c.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other", "namespace": "q"},
+           "spec": {"containers": [{"name": "main"}]}, "status": {}})
+    c.remove("v1", "Pod", "ml", "two")
+    w = watch.Watch()
+    events = list(w.stream(core.list_namespaced_pod, "ml", resource_version=start,
+                           allow_watch_bookmarks=True, timeout_seconds=1))
+    assert [e["type"] for e in events] == ["MODIFIED", "DELETED", "BOOKMARK"]
+    modified, deleted = events[0]["object"], events[1]["object"]
+    assert (modified.metadata.name, modified.status.phase) == ("train-0", "Failed")
+    assert deleted.metadata.name == "two"
+    assert w.resource_version == str(c.resource_version)
+    only = [e["object"].metadata.name for e in watch.Watch().stream(
+        core.list_namespaced_pod, "ml", resource_version=start, label_selector="idx=0",
+        timeout_seconds=1)]
+    assert only == ["train-0"]
+
+    c.compact()
+    with pytest.raises(ApiException) as gone:
+        list(watch.Watch().stream(core.list_namespaced_pod, "ml", resource_version=start,
+                                  timeout_seconds=1))
+    assert gone.value.status == 410 and "too old resource version" in gone.value.reason
+    server.api.expired_as = "http"
+    with pytest.raises(ApiException) as http_gone:
+        core.list_namespaced_pod("ml", watch=True, resource_version=start, timeout_seconds=1,
+                                 _preload_content=False)
+    assert http_gone.value.status == 410
+    assert status_of(http_gone.value)["reason"] == "Expired"
