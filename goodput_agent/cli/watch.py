@@ -42,6 +42,23 @@ source_options: list[Callable[[Any], Any]] = [
                  "least this many GPUs (AllocTRES gres/gpu)."),
     click.option("--no-node-events", is_flag=True, help="Jobs only: no node DOWN/DRAIN "
                  "triggers."),
+    click.option("--k8s", is_flag=True, help="Watch Kubernetes: failed Jobs, JobSets and "
+                 "PyTorchJobs, GPU pods that end OOMKilled/Error/Evicted, GPU nodes NotReady or "
+                 "tainted."),
+    click.option("--namespace", "namespaces", multiple=True, help="--k8s: only this "
+                 "namespace (repeatable; default: all)."),
+    click.option("--selector", default="", help="--k8s: a label selector for workloads and "
+                 "pods."),
+    click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+                 help="--k8s: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."),
+    click.option("--context", "kube_context", default=None, help="--k8s: kubeconfig context."),
+    click.option("--in-cluster", is_flag=True, default=None,
+                 help="--k8s: use the pod's service account."),
+    click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
+                 help="Poll this Prometheus' firing alerts (the rules in "
+                      "deploy/prometheus/); latency alerts are investigated against it."),
+    click.option("--alertmanager-listen", default=None, metavar="HOST:PORT",
+                 help="Receive Alertmanager webhooks here (path /alertmanager)."),
     click.option("--since", "since_text", default=None, metavar="WHEN",
                  help="Where the first poll starts: 2h (that long ago) or an ISO time "
                       "(default: now). A restart resumes from the stored cursor instead."),
@@ -63,7 +80,11 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
 
     since_text = flags.pop("since_text")
     return SourceOptions(
-        slurm=flags.pop("slurm"), timeout_s=timeout_s,
+        slurm=flags.pop("slurm"), timeout_s=timeout_s, k8s=flags.pop("k8s"),
+        namespaces=list(flags.pop("namespaces")), selector=flags.pop("selector"),
+        kubeconfig=flags.pop("kubeconfig"), kube_context=flags.pop("kube_context"),
+        in_cluster=flags.pop("in_cluster"), prometheus_url=flags.pop("prometheus_url"),
+        alertmanager_listen=flags.pop("alertmanager_listen"),
         since=looking_back(since_text).start if since_text else None,
         slurm_filters=SlurmFilters(
             partitions=list(flags.pop("partitions")), accounts=list(flags.pop("accounts")),
@@ -117,8 +138,12 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     options = _source_options(flags, timeout_s)
     sources = build_sources(options)
     if not sources and not options.any:
-        raise click.UsageError("choose what to watch: --slurm")
-    settings = CollectSettings(slurm_conf=slurm_conf, timeout_s=timeout_s)
+        raise click.UsageError("choose what to watch: --slurm, --k8s, --prometheus URL or "
+                               "--alertmanager-listen HOST:PORT")
+    settings = CollectSettings(slurm_conf=slurm_conf, timeout_s=timeout_s,
+                               prometheus_url=options.prometheus_url,
+                               kubeconfig=options.kubeconfig, kube_context=options.kube_context,
+                               in_cluster=options.in_cluster)
     notify = None
     if notify_url:
         from goodput_agent.watch.notify import NotifySettings, notifier

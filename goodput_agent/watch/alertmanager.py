@@ -43,6 +43,7 @@ from goodput_agent.watch.trigger import Trigger, TriggerSink
 log = structlog.get_logger(__name__)
 
 MAX_BODY = 1024 * 1024
+DRAIN_LIMIT = 16 * MAX_BODY  # beyond this an oversized body is not read, just refused
 REMEMBERED_KEYS = 10_000
 
 
@@ -166,6 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if length < 0 or length > MAX_BODY:
             self.close_connection = True
+            self._discard(length)
             self._answer(400, f"the body is over {MAX_BODY} bytes")
             return
         body = self.rfile.read(length)
@@ -180,6 +182,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(200 if self.path.rstrip("/") in ("/healthz", "/-/healthy") else 404,
                      "ok" if self.path.rstrip("/") in ("/healthz", "/-/healthy") else
                      "not found")
+
+    def _discard(self, length: int) -> None:
+        """Read an oversized body (up to DRAIN_LIMIT) before answering, so the sender is still
+        reading when the 400 comes rather than failing its write on a closed socket."""
+        left = min(max(length, 0), DRAIN_LIMIT)
+        while left > 0:
+            chunk = self.rfile.read(min(left, 64 * 1024))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     def _answer(self, code: int, text: str) -> None:
         data = (untrusted.line(text)[:300] + "\n").encode()

@@ -55,6 +55,8 @@ def investigate_trigger(trigger: Trigger, ledger: Ledger, settings: CollectSetti
         _k8s(c, bundle, settings)
     elif "node" in c and trigger.source == "slurm":
         collect_slurm_node(c["node"], trigger.occurred_at, bundle, settings)
+    elif "node" in c:  # Kubernetes node conditions and taints, GPU alerts
+        _node(trigger, bundle, settings)
     else:
         raise NothingToCollect(f"{trigger.key}: no collector for {sorted(c)}")
     return investigate_bundle(bundle, ledger, None)
@@ -98,6 +100,27 @@ def _k8s(c: dict[str, str], out_dir: Path, settings: CollectSettings) -> None:
     collect_k8s_bundle(args, out_dir, settings.timeout_s)
 
 
+def _node(trigger: Trigger, out_dir: Path, settings: CollectSettings) -> None:
+    from goodput_agent.watch.node_collect import collect_node_event
+
+    k8s = None
+    if trigger.source == "kubernetes" or settings.kubeconfig or settings.in_cluster:
+        from goodput_agent.sources.errors import SourceError
+        from goodput_agent.sources.k8s import K8sSource
+
+        try:
+            k8s = K8sSource.connect(kubeconfig=settings.kubeconfig, context=settings.kube_context,
+                                    in_cluster=settings.in_cluster)
+        except SourceError:
+            k8s = None  # the node's Kubernetes side is missing evidence, the metrics remain
+    if k8s is None and not settings.prometheus_url:
+        raise NothingToCollect(f"{trigger.key}: a node event, but neither Kubernetes nor "
+                               "--prometheus is reachable to collect it")
+    collect_node_event(trigger.collect["node"], trigger.occurred_at, out_dir, k8s=k8s,
+                       prometheus_url=settings.prometheus_url, state=trigger.state,
+                       timeout_s=settings.timeout_s)
+
+
 def _latency(trigger: Trigger, ledger: Ledger, settings: CollectSettings) -> Report:
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.metrics.source import TimeWindow
@@ -111,6 +134,11 @@ def _latency(trigger: Trigger, ledger: Ledger, settings: CollectSettings) -> Rep
     if c.get("window_start") and c.get("window_end"):
         incident = TimeWindow(start=datetime.fromisoformat(c["window_start"]),
                               end=datetime.fromisoformat(c["window_end"]))
+    baseline = None
+    if incident and c.get("baseline_start") and c.get("baseline_end"):
+        baseline = TimeWindow(start=datetime.fromisoformat(c["baseline_start"]),
+                              end=datetime.fromisoformat(c["baseline_end"]))
     search = None if incident else looking_back("6h")
-    return investigate_prometheus(url, ledger, c["prometheus_service"], incident=incident,
-                                  search=search, timeout_s=settings.timeout_s)
+    return investigate_prometheus(url, ledger, c["prometheus_service"], baseline=baseline,
+                                  incident=incident, search=search,
+                                  timeout_s=settings.timeout_s)

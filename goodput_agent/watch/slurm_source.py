@@ -33,7 +33,8 @@ from goodput_agent.events import Event
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.parsing.timefmt import ClockPolicy
 from goodput_agent.sources.errors import SourceError
-from goodput_agent.sources.slurm import SlurmCLI, SlurmOutput, local_zone_name, parse_output
+from goodput_agent.sources.slurm import SlurmCLI, SlurmOutput, local_zone_name
+from goodput_agent.sources.slurm_job import parse_output
 from goodput_agent.watch.trigger import Poll, SourceDown, Trigger
 
 WATCHED_STATES = frozenset({"FAILED", "NODE_FAIL", "BOOT_FAIL", "TIMEOUT", "OUT_OF_MEMORY",

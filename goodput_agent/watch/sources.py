@@ -1,34 +1,74 @@
 """Which sources a `goodput watch` runs, from its flags: the one place a new source plugs in.
 
 `SourceOptions` holds what the flags say; `build_sources(options)` returns the pull sources
-(polled by the runner on their interval); `start_receivers(options, sink)` starts the push
-sources (a webhook receiver) that hand their triggers to `sink` — it returns once they are
-stored durably — and returns how to stop each. A source for Kubernetes (`--k8s`), Prometheus
-alerts (`--prometheus URL`) or an Alertmanager receiver (`--alertmanager-listen HOST:PORT`)
-adds its fields to SourceOptions, its flags to `cli/watch.py`'s `source_options`, and its
-construction below.
+(polled by the runner on their interval: Slurm, Kubernetes, Prometheus alerts);
+`start_receivers(options, sink)` starts the push sources (the Alertmanager webhook receiver)
+that hand their triggers to `sink` — it returns once they are stored durably — and returns how
+to stop each. A new source adds its fields to SourceOptions, its flags to `cli/watch.py`'s
+`source_options`, and its construction below.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.errors import BadInput
 from goodput_agent.watch.slurm_source import SlurmFilters
-from goodput_agent.watch.trigger import TriggerSink, WatchSource
+from goodput_agent.watch.trigger import Poll, TriggerSink, WatchSource
 
 
 class SourceOptions(BaseModel):
     slurm: bool = False
     slurm_filters: SlurmFilters = Field(default_factory=SlurmFilters)
+    k8s: bool = False
+    namespaces: list[str] = Field(default_factory=list)  # empty: every namespace
+    selector: str = ""  # a label selector for the workloads and pods
+    kubeconfig: Path | None = None
+    kube_context: str | None = None
+    in_cluster: bool | None = None
+    prometheus_url: str | None = None  # poll its firing alerts; also what latency alerts ask
+    alertmanager_listen: str | None = None  # HOST:PORT of the webhook receiver
     since: datetime | None = None  # the first poll starts here (default: now)
     timeout_s: float = 30.0
 
     @property
     def any(self) -> bool:
-        return self.slurm
+        return self.slurm or self.k8s or bool(self.prometheus_url or self.alertmanager_listen)
+
+
+class _K8sWhenReachable:
+    """The Kubernetes source, connected at its first poll: an API server that is down when the
+    watch starts is a source that backs off and shows as down, not a watch that never runs."""
+
+    name = "kubernetes"
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self.source: Any = None
+
+    def poll(self, cursor: str | None) -> Poll:
+        if self.source is None:
+            from goodput_agent.watch.k8s_source import K8sWatchSource
+
+            o = self.options
+            self.source = K8sWatchSource.connect(
+                kubeconfig=o.kubeconfig, context=o.kube_context, in_cluster=o.in_cluster,
+                namespaces=tuple(o.namespaces), selector=o.selector, since=o.since,
+                request_timeout_s=o.timeout_s)
+        return self.source.poll(cursor)
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 in brackets) as the receiver binds it; BadInput when it is not."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise BadInput(f"--alertmanager-listen {text}: expected HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def build_sources(options: SourceOptions) -> list[WatchSource]:
@@ -39,10 +79,24 @@ def build_sources(options: SourceOptions) -> list[WatchSource]:
 
         sources.append(SlurmWatchSource(SlurmCLI(timeout_s=options.timeout_s),
                                         options.slurm_filters, options.since))
+    if options.k8s:
+        sources.append(_K8sWhenReachable(options))
+    if options.prometheus_url:
+        from goodput_agent.watch.prom_source import PrometheusAlertsSource
+
+        sources.append(PrometheusAlertsSource(options.prometheus_url, timeout_s=options.timeout_s))
     return sources
 
 
 def start_receivers(options: SourceOptions, sink: Callable[[str], TriggerSink]
                     ) -> list[Callable[[], None]]:
-    """Push sources; `sink(source_name)` stores what that source receives. None yet here."""
-    return []
+    """Push sources; `sink(source_name)` stores what that source receives."""
+    if not options.alertmanager_listen:
+        return []
+    from goodput_agent.watch.alertmanager import AlertmanagerReceiver
+
+    host, port = listen_address(options.alertmanager_listen)
+    receiver = AlertmanagerReceiver(host, port, sink("alertmanager"),
+                                    prometheus_url=options.prometheus_url or "")
+    receiver.start()
+    return [receiver.stop]
