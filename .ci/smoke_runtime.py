@@ -214,6 +214,16 @@ def full(env: dict[str, str], tmp: Path) -> None:
     check("the OpenAI-compatible steps ran",
           lambda: openai_steps(env, ledger, Path(demo_pkg.__file__).parent / "bundle"))
     run("collect --help", ["collect", "--help"], env)
+    run(f"account {shipped_cases()['failure'].name} --json",
+        ["account", str(shipped_cases()["failure"]), "--json"], env)
+    run("fleet --json (over this ledger)", ["fleet", "--json"], env)
+    dead = f"http://127.0.0.1:{free_port()}"
+    run("watch --prometheus (down) --once: a down source, exit 4",
+        ["watch", "--prometheus", dead, "--once", "--timeout", "2"], env, ok=(4,))
+    run("watch status --json (the source shows down, exit 4)", ["watch", "status", "--json"],
+        env, ok=(4,))
+    run("investigate --ray without ray installed: one line, exit 2",
+        ["investigate", str(shipped_cases()["failure"]), "--ray", "auto"], env, ok=(2,))
     run("node-health (no GPU)", ["node-health", "--no-kernel-log"], env, ok=(0, 2, 3))
 
     def every_page(base: str) -> None:
@@ -240,6 +250,9 @@ def wheel(env: dict[str, str], tmp: Path) -> None:
     ids = [i for kind, case in shipped_cases().items() if (i := investigate(kind, case, env))]
     run("policy check (the shipped default)", ["policy", "check"], env)
     run("tools (every shipped tool)", ["tools"], env)
+    run("fleet --json", ["fleet", "--json"], env)
+    run(f"account {shipped_cases()['failure'].name}",
+        ["account", str(shipped_cases()["failure"])], env)
     check("prompts ship", shipped_prompts)
 
     def pages(base: str) -> None:
