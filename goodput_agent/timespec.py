@@ -8,8 +8,25 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pydantic import BaseModel, model_validator
+
 from goodput_agent.errors import BadInput
-from goodput_agent.metrics.source import TimeWindow
+
+
+class TimeWindow(BaseModel):
+    start: datetime  # timezone-aware UTC
+    end: datetime
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeWindow:
+        if self.end <= self.start:
+            raise ValueError("window end must be after its start")
+        return self
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -39,17 +39,13 @@ from goodput_agent.analysis.failure_notes import (
     note_missing_sources,
     thin_evidence,
     timeline,
+    where,
 )
 from goodput_agent.analysis.failure_notes import fmt_time as _fmt
 from goodput_agent.analysis.hang import HangFinding
 from goodput_agent.analysis.hang_verdict import find_hang, hang_or_unknown, symptom_alternative
 from goodput_agent.analysis.observations import NodeNames, Observations, in_window, job_window
 from goodput_agent.events import Clock, Event, EventKind, Role
-
-
-def _where(node: str | None, rank: int | None) -> str:
-    parts = [f"node {node}" if node else None, f"rank {rank}" if rank is not None else None]
-    return " / ".join(p for p in parts if p) or "an unidentified node"
 
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
@@ -342,7 +338,7 @@ def _after_the_stall(best: Candidate, cascade: Cascade) -> Alternative:
     e = best.event
     return Alternative(
         category=best.category, node=e.node, rank=e.rank, confidence=0.1, evidence=[e],
-        why_not=(f"{e.summary} on {_where(e.node, e.rank)} at {_fmt(best.at)} came after the "
+        why_not=(f"{e.summary} on {where(e.node, e.rank)} at {_fmt(best.at)} came after the "
                  f"collectives had stalled ({_fmt(cascade.onset)}, dated by {cascade.how}): it "
                  "cannot have started the stall"))
 
@@ -377,7 +373,7 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
                         if g == gpu and names.canon(obs.rank_hosts.get(r)) == e.node)
         rank = on_gpu[0] if len(on_gpu) == 1 else None
     at = f" at {_fmt(best.at)}" if best.at else ""
-    summary = f"{e.summary} ({_where(e.node, rank)}{at})"
+    summary = f"{e.summary} ({where(e.node, rank)}{at})"
     if best.note:
         summary += f"; {best.note}"
     alts: list[Alternative] = []
@@ -387,9 +383,9 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
             continue
         seen.add(c.category)
         later = best.at and c.at and c.at > best.at
-        why = (f"{c.event.summary} on {_where(c.event.node, c.event.rank)} happened later "
+        why = (f"{c.event.summary} on {where(c.event.node, c.event.rank)} happened later "
                f"({_fmt(c.at)}), after the first failure" if later
-               else f"{c.event.summary} on {_where(c.event.node, c.event.rank)} is less decisive "
+               else f"{c.event.summary} on {where(c.event.node, c.event.rank)} is less decisive "
                     f"than the verdict's evidence and not clearly earlier")
         alts.append(Alternative(category=c.category, node=c.event.node, rank=c.event.rank,
                                 confidence=round(min(0.3, conf / 3), 2), why_not=why,

@@ -11,6 +11,11 @@ from goodput_agent.analysis.observations import Observations
 from goodput_agent.events import Clock, Event, EventKind, Role
 
 
+def where(node: str | None, rank: int | None) -> str:
+    parts = [f"node {node}" if node else None, f"rank {rank}" if rank is not None else None]
+    return " / ".join(p for p in parts if p) or "an unidentified node"
+
+
 def fmt_time(ts: datetime | None) -> str:
     return ts.strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "an unplaced time"
 

@@ -237,7 +237,7 @@ def digest_traces(runner: Runner, jobs: list[tuple[Path, str, str | None]],
                   here_only: bool = False) -> list[TraceDigest | str]:
     """`digest_trace` of each (path, name, node hint) through `runner`, in job order; each
     task goes to the host its folder or its profiler file name names, when the cluster has it."""
-    from goodput_agent.parsing.trace_load import host_from_filename
+    from goodput_agent.parsing.trace_meta import host_from_filename
 
     sizes = [p.stat().st_size if p.is_file() else 0 for p, _, _ in jobs]
     return runner.map_files(

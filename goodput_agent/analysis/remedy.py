@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.xid_catalog import lookup
+from goodput_agent.parsing.xid_catalog import lookup
 
 # External stops: nothing in the job is wrong, so a resume from the checkpoint is the retry.
 RESUMABLE = {

@@ -7,14 +7,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from goodput_agent.sources.command import CommandResult  # noqa: F401 - re-exported
 from goodput_agent.toolkit import ToolContext, ToolUnavailable
-
-
-class CommandResult(BaseModel):
-    argv: list[str]
-    rc: int
-    stdout: str = ""
-    stderr: str = ""
 
 
 class ActionOutput(BaseModel):

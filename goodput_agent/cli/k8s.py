@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from goodput_agent.collect.base import BundleWriter, Manifest
+from goodput_agent.collect.base import Manifest
 
 if TYPE_CHECKING:
     from goodput_agent.collect.k8s_serving import LatencyWindows
@@ -122,9 +122,7 @@ def _since(text: str | None) -> timedelta | None:
 def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) -> Manifest:
     """Collect the job or pod into `out_dir`; a configuration or connection problem becomes
     missing evidence in the manifest, a target that does not exist is BadInput (exit 2)."""
-    from goodput_agent.collect.k8s import K8sTarget, collect_k8s
-    from goodput_agent.sources.errors import NotFound, SourceError
-    from goodput_agent.sources.k8s import K8sSource
+    from goodput_agent.collect.k8s import K8sTarget, collect_k8s_target
 
     if bool(args.k8s_job) == bool(args.k8s_pod):
         raise click.UsageError("give one of --k8s-job or --k8s-pod")
@@ -133,19 +131,9 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
     target = K8sTarget(job=args.k8s_job, pod=args.k8s_pod, since=_since(args.log_since),
                        tail_lines=args.log_tail or None, prometheus=args.prometheus,
                        prometheus_timeout_s=timeout_s, latency=latency_windows(args))
-    kind = "k8s_job" if args.k8s_job else "k8s_pod"
-    with BundleWriter(out_dir, {kind: args.label}) as writer:
-        try:
-            src = K8sSource.connect(kubeconfig=args.kubeconfig, context=args.kube_context,
-                                    namespace=args.kube_namespace, in_cluster=args.in_cluster,
-                                    timeout_s=timeout_s)
-            collect_k8s(writer, src, target)
-        except NotFound:
-            raise
-        except SourceError as exc:  # no usable kubeconfig: nothing could be read
-            writer.source_error(f"everything from Kubernetes about {args.label}", exc)
-            writer.write_incident({"question": f"why did {args.label} fail?"})
-    return writer.manifest
+    return collect_k8s_target(out_dir, target, kubeconfig=args.kubeconfig,
+                              context=args.kube_context, namespace=args.kube_namespace,
+                              in_cluster=args.in_cluster, timeout_s=timeout_s)
 
 
 def latency_windows(args: K8sArgs) -> LatencyWindows | None:

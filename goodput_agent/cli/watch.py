@@ -13,9 +13,12 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from goodput_agent.watch.status import WatchStatus
 
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import line
@@ -180,7 +183,7 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
 def watch_status(as_json: bool, ledger_path: Path | None) -> None:
     """Each source's health and lag, the queue by state, and the storm groups."""
     from goodput_agent.ledger import default_ledger_path
-    from goodput_agent.watch.status import read_status, render_status
+    from goodput_agent.watch.status import read_status
 
     path = ledger_path or default_ledger_path()
     status = read_status(path)
@@ -192,3 +195,27 @@ def watch_status(as_json: bool, ledger_path: Path | None) -> None:
         render_status(status)
     if not status.healthy:
         sys.exit(EXIT_SOURCE_DOWN)
+
+
+def render_status(status: WatchStatus) -> None:
+    from rich.table import Table
+
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.untrusted import markup
+    from goodput_agent.watch.status import age, when
+
+    console = TerminalConsole()
+    t = Table(title="sources")
+    for col in ("source", "health", "lag", "last ok", "failures", "last error"):
+        t.add_column(col)
+    for s in status.sources:
+        t.add_row(markup(s.source), "[green]ok[/]" if s.ok else "[red]down[/]", age(s.lag_s),
+                  when(s.last_ok_at), str(s.consecutive_failures),
+                  markup(s.last_error or ""))
+    console.print(t)
+    console.print("queue: " + ", ".join(f"{k} {v}" for k, v in status.queue.items()),
+                  highlight=False)
+    for g in status.groups[:10]:
+        console.print(markup(f"group {g['group_key']}: {g['members']} incidents, "
+                             f"investigation {g['investigation_id'] or '(pending)'}, "
+                             f"shared {', '.join(g['signals'][:5])}"), highlight=False)

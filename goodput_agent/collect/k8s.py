@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
 import structlog
 
-from goodput_agent.collect.base import BundleWriter
+from goodput_agent.collect.base import BundleWriter, Manifest
 from goodput_agent.collect.k8s_owner import collect_owners
 from goodput_agent.collect.k8s_serving import choose_question
 from goodput_agent.collect.k8s_target import K8sTarget, as_list
@@ -207,3 +208,24 @@ def collect_dcgm(writer: BundleWriter, url: str, nodes: set[str], window: TimeWi
             writer.write_text(f"metrics/dcgm/{metric}.json", orjson.dumps(answer).decode(),
                               source="prometheus", what=f"DCGM {metric} of the pods' nodes",
                               query=query, origin=url)
+
+
+def collect_k8s_target(out_dir: Path, target: K8sTarget, *, kubeconfig: Path | None = None,
+                       context: str | None = None, namespace: str | None = None,
+                       in_cluster: bool | None = None, timeout_s: float = 20.0) -> Manifest:
+    """Collect the job or pod into `out_dir`; a configuration or connection problem becomes
+    missing evidence in the manifest, a target that does not exist is NotFound."""
+    label = target.job or target.pod or ""
+    kind = "k8s_job" if target.job else "k8s_pod"
+    with BundleWriter(out_dir, {kind: label}) as writer:
+        try:
+            src = K8sSource.connect(kubeconfig=kubeconfig, context=context,
+                                    namespace=namespace, in_cluster=in_cluster,
+                                    timeout_s=timeout_s)
+            collect_k8s(writer, src, target)
+        except NotFound:
+            raise
+        except SourceError as exc:  # no usable kubeconfig: nothing could be read
+            writer.source_error(f"everything from Kubernetes about {label}", exc)
+            writer.write_incident({"question": f"why did {label} fail?"})
+    return writer.manifest

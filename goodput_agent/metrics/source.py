@@ -6,25 +6,11 @@ histogram_quantile() interpolating linearly inside the bucket)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Protocol
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel
 
-
-class TimeWindow(BaseModel):
-    start: datetime  # timezone-aware UTC
-    end: datetime
-
-    @model_validator(mode="after")
-    def _ordered(self) -> TimeWindow:
-        if self.end <= self.start:
-            raise ValueError("window end must be after its start")
-        return self
-
-    @property
-    def seconds(self) -> float:
-        return (self.end - self.start).total_seconds()
+from goodput_agent.timespec import TimeWindow  # noqa: F401 - where the metrics code imports it
 
 
 class Selector(BaseModel):

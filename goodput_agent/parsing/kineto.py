@@ -13,7 +13,8 @@ from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.lines import read_head
-from goodput_agent.parsing.trace_load import head_keys, trace_meta
+from goodput_agent.parsing.trace_bytes import head_keys
+from goodput_agent.parsing.trace_meta import trace_meta
 
 HEAD_BYTES = 4 * 1024 * 1024
 

@@ -4,10 +4,10 @@ Fast path: the bytes of the `traceEvents` array are cut into ~8 MB pieces at eve
 (`}` `,` `{`, any whitespace between) and each piece is parsed as `[piece]`. A piece
 parses only when both of its ends are real boundaries between events (a cut inside a string
 leaves a string open, a cut inside a nested object leaves a brace open), so a wrong cut is always
-detected; it is then re-cut by an exact scan of strings and brackets (`_scan`). Pieces are
-decoded into only the fields used (trace_collect.py: msgspec structs, orjson where they do not
-fit). The top-level
-keys before the array (the head) and after it (the tail) are parsed on their own. When the
+detected; it is then re-cut by an exact scan of strings and brackets
+(`trace_bytes.exact_scan`). Pieces are decoded into only the fields used (trace_collect.py:
+msgspec structs, orjson where they do not fit). The top-level keys before the array (the head)
+and after it (the tail) are parsed on their own. When the
 layout defeats even that, ijson reads the whole file (`fast=False` forces it).
 
 Each kept event becomes a row of a GpuOp's or CpuSpan's values, and the rows columns (numpy;
@@ -31,177 +31,43 @@ from __future__ import annotations
 
 import gc
 import os
-import re
-import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from pathlib import Path
+from typing import Any
 
 import ijson
 import orjson
 
 from goodput_agent.parsing.base import ParseError
+from goodput_agent.parsing.trace_bytes import (
+    BOUNDARY,
+    PIECE_BYTES,
+    Fallback,
+    Source,
+    exact_scan,
+    split_head,
+    start_problem,
+)
 from goodput_agent.parsing.trace_collect import (
     SYNC_OPS,
     Collector,
     decode_piece,
     is_dataloader_span,
 )
-from goodput_agent.parsing.trace_model import Trace, TraceMeta
+from goodput_agent.parsing.trace_meta import started_at, trace_meta
+from goodput_agent.parsing.trace_model import Trace
 
 __all__ = ["SYNC_OPS", "TraceProblem", "is_dataloader_span", "load_trace", "load_traces"]
 
-PIECE_BYTES = 2 * 1024 * 1024  # one orjson.loads; also the read block size (bounds memory)
 _TAIL_BYTES = 256 * 1024  # the last stretch of the array, scanned exactly to find where it ends
-_RAW_BYTES = 1024 * 1024  # compressed bytes fed to zlib at a time
 _MAX_HEAD = 64 * 1024 * 1024  # top-level keys before traceEvents
 _MAX_EVENT = 256 * 1024 * 1024  # one event larger than this: leave it to ijson
 
 
 class TraceProblem(ParseError):
     """A trace that cannot be loaded; the message is one line naming the file and the problem."""
-
-
-class _Fallback(Exception):
-    """The fast path cannot read this layout; ijson reads the whole file instead."""
-
-
-# ---------------------------------------------------------------------------------------------
-# bytes in: plain or gzip (by magic number), decompressed block by block
-
-
-class _Source:
-    """Decompressed blocks of a file; stops (returns b"") at a gzip error and records it."""
-
-    def __init__(self, fh: BinaryIO):
-        self._fh = fh
-        self.problem: str | None = None
-        self.offset = 0  # decompressed bytes handed out so far
-        magic = fh.read(2)
-        self._gz = magic == b"\x1f\x8b"
-        self._pending = magic
-        self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS) if self._gz else None
-
-    def read(self, size: int = -1) -> bytes:
-        """The next block (its size is the source's, not `size`); b"" at the end."""
-        if size == 0:  # ijson probes the type of the stream with read(0)
-            return b""
-        block = self._gz_block() if self._gz else self._plain_block()
-        self.offset += len(block)
-        return block
-
-    def _plain_block(self) -> bytes:
-        if self._pending:
-            block, self._pending = self._pending + self._fh.read(PIECE_BYTES), b""
-            return block
-        return self._fh.read(PIECE_BYTES)
-
-    def _gz_block(self) -> bytes:
-        while self._zlib is not None:
-            d = self._zlib
-            data = d.unconsumed_tail or self._pending or self._fh.read(_RAW_BYTES)
-            self._pending = b""
-            if not data:
-                if not d.eof:
-                    self.problem = "gzip stream cut short"
-                self._zlib = None
-                return d.flush() if not d.eof else b""
-            try:
-                out = d.decompress(data, PIECE_BYTES)
-            except zlib.error as exc:
-                reason = str(exc).rsplit(": ", 1)[-1]
-                self.problem = f"corrupt gzip data ({reason})"
-                self._zlib = None
-                return b""
-            if d.eof:  # another gzip member may follow (concatenated .gz files)
-                rest = d.unused_data
-                if rest.strip(b"\x00"):
-                    self._zlib, self._pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
-                else:
-                    self._zlib = None
-            if out:
-                return out
-        return b""
-
-
-# ---------------------------------------------------------------------------------------------
-# the head (top-level keys before traceEvents) and the exact scanner
-
-_KEY = re.compile(rb'"traceEvents"\s*:\s*')
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}"]', re.DOTALL)
-
-
-def head_keys(buf: bytes, whole: bool) -> dict[str, Any]:
-    """The top-level keys (but traceEvents) readable from the start of a trace, best effort: all
-    of them when `buf` is the `whole` file, else those before traceEvents."""
-    if whole:
-        try:
-            top = orjson.loads(buf)
-        except orjson.JSONDecodeError:
-            top = None
-        if isinstance(top, dict):
-            top.pop("traceEvents", None)
-            return top
-    try:
-        head = split_head(buf)
-    except _Fallback:
-        return {}
-    return head[0] if head else {}
-
-
-def split_head(buf: bytes) -> tuple[dict[str, Any], int] | None:
-    """The top-level keys before `"traceEvents":` and the offset of its value; None when the key
-    is not in `buf`. Raises _Fallback when the text before the key is not a JSON object's start
-    (the key was nested, or the head is not plain JSON)."""
-    m = _KEY.search(buf)
-    if m is None or m.end() >= len(buf):
-        return None
-    start = buf.find(b"{")
-    before = buf[start + 1 : m.start()].rstrip()
-    if before.endswith(b","):
-        before = before[:-1]
-    try:
-        top = orjson.loads(b"{" + before + b"}")
-    except orjson.JSONDecodeError:
-        raise _Fallback from None
-    return top, m.end()
-
-
-def _scan(buf: bytes, start: int = 0) -> tuple[int | None, int, bool]:
-    """Walk `buf` from an event boundary inside the traceEvents array: (offset of the `]` closing
-    the array or None, offset of the last `}` closing a whole event or -1, malformed)."""
-    depth, last = 0, -1
-    for m in _TOKEN.finditer(buf, start):
-        c = buf[m.start()]
-        if c == 0x22:  # '"'
-            if m.end() - m.start() == 1:  # a string left open: the data stops inside it
-                return None, last, False
-            continue
-        if c in (0x7B, 0x5B):  # { [
-            depth += 1
-            continue
-        depth -= 1
-        if depth == 0 and c == 0x7D:
-            last = m.start()
-        elif depth < 0:
-            return (m.start(), last, False) if c == 0x5D else (None, last, True)
-    return None, last, False
-
-
-def _start_problem(buf: bytes) -> str | None:
-    """Why the start of a file is not a Kineto trace object, or None when it may be one."""
-    text = buf.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text:
-        return "empty file"
-    if text[:1] == b"[":
-        return "a JSON array, not a Kineto trace object (no traceEvents array)"
-    if text[:1] != b"{":
-        shown = text[:20].decode("utf-8", errors="replace").split("\n")[0]
-        return f"not JSON (starts with {shown!r})"
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,19 +86,19 @@ def _tail_keys(tail: bytes) -> dict[str, Any]:
         try:
             top = orjson.loads(b"{" + text[1:])
         except orjson.JSONDecodeError:
-            raise _Fallback from None
+            raise Fallback from None
         if isinstance(top, dict):
             return top
-    raise _Fallback
+    raise Fallback
 
 
-def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | None]:
+def _read_fast(src: Source, sink: Collector) -> tuple[dict[str, Any], str | None]:
     buf, checked = b"", False
     while True:
         block = src.read()
         buf += block
         if not checked and (buf.strip() or not block):
-            if problem := _start_problem(buf):
+            if problem := start_problem(buf):
                 raise _Problem(src.problem or problem)
             checked = True
         if head := split_head(buf):
@@ -241,15 +107,15 @@ def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | Non
             try:  # the whole file is in `buf`: a JSON object without the key
                 whole = orjson.loads(buf)
             except orjson.JSONDecodeError:
-                raise _Fallback from None  # ijson tells what it is
+                raise Fallback from None  # ijson tells what it is
             if isinstance(whole, dict) and "traceEvents" not in whole:
                 raise _Problem("no traceEvents array")
-            raise _Fallback
+            raise Fallback
         if len(buf) > _MAX_HEAD:
             raise _Problem(f"no traceEvents array in the first {_MAX_HEAD >> 20} MB")
     top, at = head
     if buf[at : at + 1] != b"[":
-        raise _Fallback  # not a list, or odd spacing: ijson names what it is
+        raise Fallback  # not a list, or odd spacing: ijson names what it is
     buf = buf[at + 1 :]
     eof, need_sep, want = False, False, PIECE_BYTES + _TAIL_BYTES
     while True:
@@ -268,39 +134,39 @@ def _read_fast(src: _Source, sink: Collector) -> tuple[dict[str, Any], str | Non
             buf, need_sep = stripped[1:] if stripped[:1] == b"," else stripped, False
         if eof and len(buf) <= _TAIL_BYTES:
             break
-        m = _BOUNDARY.search(buf, len(buf) - _TAIL_BYTES)
+        m = BOUNDARY.search(buf, len(buf) - _TAIL_BYTES)
         if m and _emit(buf, m.start() + 1, sink):
             buf = buf[m.end() - 1 :]
             continue
-        end, last, bad = _scan(buf)
+        end, last, bad = exact_scan(buf)
         if bad:
-            raise _Fallback
+            raise Fallback
         if end is not None:
             return _finish_array(buf, end, src, sink, top)
         if last >= 0:
             if not _emit(buf, last + 1, sink):
-                raise _Fallback
+                raise Fallback
             buf, need_sep = buf[last + 1 :], True
         elif eof:
             break
         elif len(buf) > _MAX_EVENT:
-            raise _Fallback
+            raise Fallback
         else:
             want = len(buf) + PIECE_BYTES  # one event longer than the window: read on
-    end, last, bad = _scan(buf)
+    end, last, bad = exact_scan(buf)
     if bad:
-        raise _Fallback
+        raise Fallback
     if end is not None:
         return _finish_array(buf, end, src, sink, top)
     if last >= 0 and not _emit(buf, last + 1, sink):
-        raise _Fallback
+        raise Fallback
     return top, _cut_problem(src, sink.count)
 
 
-def _finish_array(buf: bytes, end: int, src: _Source, sink: Collector,
+def _finish_array(buf: bytes, end: int, src: Source, sink: Collector,
                   top: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if not _emit(buf, end, sink):
-        raise _Fallback
+        raise Fallback
     rest = [buf[end + 1 :]]
     while block := src.read():
         rest.append(block)
@@ -311,7 +177,7 @@ def _finish_array(buf: bytes, end: int, src: _Source, sink: Collector,
     return top, None
 
 
-def _cut_problem(src: _Source, count: int) -> str:
+def _cut_problem(src: Source, count: int) -> str:
     where = f"ends inside traceEvents after {count} events"
     return f"{where} ({src.problem})" if src.problem else f"{where} (truncated?)"
 
@@ -331,7 +197,7 @@ def _ijson_message(exc: Exception) -> str:
     return msg.split("\n")[0].split("\\n")[0].strip().rstrip(".")
 
 
-def _top_level_ijson(src: _Source) -> tuple[dict[str, Any], str, str | None]:
+def _top_level_ijson(src: Source) -> tuple[dict[str, Any], str, str | None]:
     """Every top-level value but traceEvents; what traceEvents is (absent | list | complete |
     <type>); and the JSON error that stopped the read, if any."""
     top: dict[str, Any] = {}
@@ -366,11 +232,11 @@ def _top_level_ijson(src: _Source) -> tuple[dict[str, Any], str, str | None]:
     return top, events, error
 
 
-def _read_ijson(open_source: Callable[[], _Source],
+def _read_ijson(open_source: Callable[[], Source],
                 sink: Collector) -> tuple[dict[str, Any], str | None]:
     src = open_source()
     head = src.read()
-    if problem := _start_problem(head[:64]):
+    if problem := start_problem(head[:64]):
         raise _Problem(src.problem or problem)
     src = open_source()
     top, events, error = _top_level_ijson(src)
@@ -399,80 +265,6 @@ def _article(kind: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# metadata
-
-_HANDLER_NAME = re.compile(r"^(?P<host>.+)_(?P<pid>\d+)\.(?P<ms>\d{10,})"
-                           r"\.pt\.trace\.json(?:\.gz)?$")
-
-
-def host_from_filename(name: str) -> str | None:
-    """The host in a torch.profiler.tensorboard_trace_handler file name,
-    `<hostname>_<pid>.<time ms>.pt.trace.json[.gz]`; None for other names (a user-given
-    worker name has no `_<pid>` and is not taken for a host)."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    m = _HANDLER_NAME.match(base)
-    if m is None or m["host"].isdigit():
-        return None
-    return m["host"]
-
-
-_EPOCH_US = 1e15  # event times at or above this are microseconds since the epoch (2001 on)
-_EPOCH_NS = 1e18  # ...and a baseTimeNanoseconds at or above this, nanoseconds since it
-
-
-def started_at(top: dict[str, Any], first_ts: float | None, name: str
-               ) -> tuple[float | None, str | None]:
-    """When the trace began (epoch seconds) and from what: Kineto 2.4+ writes event times
-    relative to `baseTimeNanoseconds`, older Kineto writes epoch microseconds; else the
-    millisecond stamp tensorboard_trace_handler puts in the file name."""
-    base = top.get("baseTimeNanoseconds")
-    if first_ts is not None and first_ts >= _EPOCH_US:
-        return first_ts / 1e6, "event time"
-    if first_ts is not None and isinstance(base, int | float) and base >= _EPOCH_NS:
-        return base / 1e9 + first_ts / 1e6, "baseTimeNanoseconds"
-    m = _HANDLER_NAME.match(name.replace("\\", "/").rsplit("/", 1)[-1])
-    if m is not None and len(m["ms"]) == 13:
-        return int(m["ms"]) / 1e3, "file name"
-    return None, None
-
-
-def _text(v: Any, limit: int = 255) -> str | None:
-    return v.strip()[:limit] if isinstance(v, str) and v.strip() else None
-
-
-def _strict_int(v: Any) -> int | None:
-    if type(v) is int:
-        return v
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v)
-    return None
-
-
-def trace_meta(top: dict[str, Any], path: str, node_hint: str | None = None) -> TraceMeta:
-    """What the top-level keys and the file name say about the trace's rank, host and devices."""
-    dist = top.get("distributedInfo")
-    dist = dist if isinstance(dist, dict) else {}
-    rank = _strict_int(dist.get("rank"))
-    if rank is None:
-        # imported here: the log parsers cost a trace-only process ~0.1 s to import
-        from goodput_agent.parsing.job_log import rank_from_filename
-
-        rank = rank_from_filename(PurePosixPath(path.replace("\\", "/")).name)
-    devices_raw = top.get("deviceProperties") or top.get("computeProperties") or []
-    devices = [d["name"] for d in devices_raw if isinstance(d, dict) and _text(d.get("name"))] \
-        if isinstance(devices_raw, list) else []
-    host, source = _text(top.get("host_name")) or _text(top.get("hostname")), "trace metadata"
-    if host is None:
-        host, source = host_from_filename(path), "file name"
-    if host is None:
-        host, source = node_hint, "folder"
-    return TraceMeta(path=path, rank=rank, world_size=_strict_int(dist.get("world_size")),
-                     host=host, host_source=source if host else None,
-                     devices=devices, trace_name=_text(top.get("traceName"), 1024),
-                     backend=_text(dist.get("backend")))
-
-
-# ---------------------------------------------------------------------------------------------
 # the entry point
 
 
@@ -489,14 +281,14 @@ def load_trace(path: Path, rel_path: str | None = None, node_hint: str | None = 
             sink = Collector()
             try:
                 if not fast:
-                    raise _Fallback
-                top, problem = _read_fast(_Source(fh), sink)
-            except _Fallback:
+                    raise Fallback
+                top, problem = _read_fast(Source(fh), sink)
+            except Fallback:
                 sink = Collector()
 
-                def reopen() -> _Source:
+                def reopen() -> Source:
                     fh.seek(0)
-                    return _Source(fh)
+                    return Source(fh)
 
                 top, problem = _read_ijson(reopen, sink)
     except _Problem as exc:

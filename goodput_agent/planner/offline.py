@@ -8,10 +8,8 @@ from goodput_agent.analysis.failure import FailureVerdict, diagnose
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.analysis.remedy import remedy
-from goodput_agent.analysis.script_edits import with_script_edits
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
-from goodput_agent.analysis.workload_edits import latency_fixes
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
@@ -22,7 +20,9 @@ from goodput_agent.planner.base import (
     StepResult,
     ToolCall,
 )
+from goodput_agent.planner.script_edits import with_script_edits
 from goodput_agent.planner.unknowns import with_missing_evidence
+from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 from goodput_agent.toolkit import EventsOutput
 from goodput_agent.tools.profiler_traces import TracesOutput

@@ -121,7 +121,7 @@ class SlurmCLI:
     def run(self, argv: list[str]) -> Any:
         """The approval runner's protocol (.run(argv) -> CommandResult), for mutating tools:
         a failing command is a result (rc, stderr), a missing one an error."""
-        from goodput_agent.approval.runner import CommandResult
+        from goodput_agent.sources.command import CommandResult
 
         try:
             p = self._exec(argv)

@@ -16,6 +16,7 @@ from goodput_agent.report import Report
 from goodput_agent.watch.runner import GiveUp
 from goodput_agent.watch.trigger import Trigger
 
+LOG_TAIL_LINES = 20_000  # per container, as `goodput collect --k8s-*` takes by default
 NODE_WINDOW = timedelta(hours=1)  # the kernel-log and reason window before a node event
 
 
@@ -92,12 +93,14 @@ def collect_slurm_node(node: str, at: datetime, out_dir: Path, settings: Collect
 
 
 def _k8s(c: dict[str, str], out_dir: Path, settings: CollectSettings) -> None:
-    from goodput_agent.cli.k8s import K8sArgs, collect_k8s_bundle
+    from goodput_agent.collect.k8s import K8sTarget, collect_k8s_target
 
-    args = K8sArgs(k8s_job=c.get("k8s_job"), k8s_pod=c.get("k8s_pod"),
-                   kubeconfig=settings.kubeconfig, kube_context=settings.kube_context,
-                   in_cluster=settings.in_cluster, prometheus=settings.prometheus_url)
-    collect_k8s_bundle(args, out_dir, settings.timeout_s)
+    target = K8sTarget(job=c.get("k8s_job"), pod=c.get("k8s_pod"), tail_lines=LOG_TAIL_LINES,
+                       prometheus=settings.prometheus_url,
+                       prometheus_timeout_s=settings.timeout_s)
+    collect_k8s_target(out_dir, target, kubeconfig=settings.kubeconfig,
+                       context=settings.kube_context, in_cluster=settings.in_cluster,
+                       timeout_s=settings.timeout_s)
 
 
 def _node(trigger: Trigger, out_dir: Path, settings: CollectSettings) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.untrusted import markup
 from goodput_agent.watch.store import STATES, group_rows, trigger_rows
 
 
@@ -56,7 +55,7 @@ def status_from(ledger: Ledger, limit: int = 50) -> WatchStatus | None:
 
 
 def read_status(path: Path) -> WatchStatus | None:
-    from goodput_agent.web.reader import read_ledger
+    from goodput_agent.ledger_reader import read_ledger
 
     with read_ledger(path) as (ledger, _):
         return status_from(ledger)
@@ -71,27 +70,5 @@ def age(seconds: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-def _stamp(at: datetime | None) -> str:
+def when(at: datetime | None) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "never"
-
-
-def render_status(status: WatchStatus) -> None:
-    from rich.table import Table
-
-    from goodput_agent.cli.render import TerminalConsole
-
-    console = TerminalConsole()
-    t = Table(title="sources")
-    for col in ("source", "health", "lag", "last ok", "failures", "last error"):
-        t.add_column(col)
-    for s in status.sources:
-        t.add_row(markup(s.source), "[green]ok[/]" if s.ok else "[red]down[/]", age(s.lag_s),
-                  _stamp(s.last_ok_at), str(s.consecutive_failures),
-                  markup(s.last_error or ""))
-    console.print(t)
-    console.print("queue: " + ", ".join(f"{k} {v}" for k, v in status.queue.items()),
-                  highlight=False)
-    for g in status.groups[:10]:
-        console.print(markup(f"group {g['group_key']}: {g['members']} incidents, "
-                             f"investigation {g['investigation_id'] or '(pending)'}, "
-                             f"shared {', '.join(g['signals'][:5])}"), highlight=False)

@@ -18,8 +18,8 @@ from starlette.templating import Jinja2Templates
 from goodput_agent import __version__, untrusted
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger_reader import LedgerBusy, read_ledger
 from goodput_agent.web.config import ServeConfig
-from goodput_agent.web.reader import LedgerBusy, read_ledger
 from goodput_agent.web.security import SESSION_COOKIE
 from goodput_agent.web.views import picture_paths
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.web.reader import read_ledger
+from goodput_agent.ledger_reader import read_ledger
 from tests.servers.slurm import SlurmCluster
 
 SLEEPER = "#!/bin/bash\necho started; sleep 300\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
+from goodput_agent.ledger_reader import read_ledger
 from goodput_agent.web.app import ServeConfig, create_app
-from goodput_agent.web.reader import read_ledger
 from tests.web.conftest import BASE, Reviewed
 
 HOLD = """
@@ -118,7 +118,7 @@ def test_snapshots_under_a_busy_writer_are_consistent(tmp_path: Path) -> None:
     """A writer far busier than an investigation (hundreds of rows a second, checkpoints):
     every snapshot opens whole or is retaken, and no read goes back in time."""
     from goodput_agent.ledger import Ledger
-    from goodput_agent.web.reader import LedgerBusy
+    from goodput_agent.ledger_reader import LedgerBusy
 
     path = tmp_path / "l.duckdb"
     Ledger(path).close()

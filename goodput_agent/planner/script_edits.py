@@ -18,9 +18,9 @@ from pydantic import BaseModel
 
 from goodput_agent.analysis.failure import FailureVerdict
 from goodput_agent.analysis.remedy import Proposal, Remedy
-from goodput_agent.analysis.workload_edits import oom_limit_patch
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import EventKind
+from goodput_agent.planner.workload_edits import oom_limit_patch
 
 # micro-batch first: a script with both a global and a per-GPU size names the per-GPU one
 _BATCH_FLAGS = (r"micro[-_]batch[-_]size", r"per[-_]device[-_]train[-_]batch[-_]size",

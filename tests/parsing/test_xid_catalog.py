@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.analysis.xid_catalog import (
+from goodput_agent.events import Role
+from goodput_agent.parsing.xid_catalog import (
     CATALOG,
     action_for_xid154,
     lookup,
     parse_xid154,
 )
-from goodput_agent.events import Role
 
 SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
 XID_CSV = SHARED / "reference" / "xid-actions.csv"

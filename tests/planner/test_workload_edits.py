@@ -22,7 +22,6 @@ from goodput_agent.analysis.latency_model import (
     LatencyResult,
     LatencyVerdict,
 )
-from goodput_agent.analysis.workload_edits import latency_fixes
 from goodput_agent.approval.gate import preview_action
 from goodput_agent.bundle import scan
 from goodput_agent.collect.base import BundleWriter
@@ -30,6 +29,7 @@ from goodput_agent.collect.k8s import K8sTarget, collect_k8s
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import open_ledger
 from goodput_agent.planner.base import ProposalDraft
+from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.sources.k8s import K8sSource
 from goodput_agent.toolkit import ToolContext
 from tests.approval.conftest import policy_text

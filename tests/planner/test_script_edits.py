@@ -15,14 +15,14 @@ from click.testing import CliRunner
 
 from goodput_agent.analysis.failure import FailureVerdict
 from goodput_agent.analysis.remedy import remedy
-from goodput_agent.analysis.script_edits import (
+from goodput_agent.bundle import scan
+from goodput_agent.cli import cli
+from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.planner.script_edits import (
     gpu_oom_edits,
     host_oom_edits,
     with_script_edits,
 )
-from goodput_agent.bundle import scan
-from goodput_agent.cli import cli
-from goodput_agent.events import Event, EventKind, Locator, Role
 from tests.approval.conftest import policy_text
 from tests.servers.slurm import OOM_SCRIPT, SlurmCluster
 

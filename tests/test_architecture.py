@@ -1,0 +1,71 @@
+"""The layers of ARCHITECTURE.md hold: no module imports from a layer below its own (lazy
+imports inside functions count too), and the serve layer's packages cross only where the page
+says. The table is read from ARCHITECTURE.md, so the page and the rule cannot drift apart."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SERVE_CROSSINGS = {("cli", "web"), ("cli", "watch"), ("web", "watch")}
+
+
+def layers() -> dict[str, int]:
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    section = text[text.index("## Layers and imports"):text.index("## Where new things go")]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "`" in ln]
+    return {name: depth for depth, row in enumerate(rows)
+            for name in re.findall(r"`([a-z_]+)`", row.split("|")[2])}
+
+
+def part_of(module: str) -> str:
+    """goodput_agent.parsing.kinds -> parsing; goodput_agent.tools.x / tools.x -> tools."""
+    parts = module.split(".")
+    if parts[0] == "tools":
+        return "tools"
+    return parts[1] if len(parts) > 1 else "goodput_agent"
+
+
+def imports() -> list[tuple[str, str, str]]:
+    """(file, importing part, imported part) for every goodput_agent import in the product."""
+    out = []
+    files = [*(REPO / "goodput_agent").rglob("*.py"), *(REPO / "tools").glob("*.py")]
+    for path in files:
+        rel = path.relative_to(REPO).with_suffix("").as_posix().replace("/", ".")
+        here = part_of(rel)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                name = name.replace("goodput_agent.tools", "tools", 1)
+                if name.split(".")[0] in ("goodput_agent", "tools"):
+                    out.append((path.relative_to(REPO).as_posix(), here, part_of(name)))
+    return out
+
+
+def test_every_part_of_the_package_has_a_layer() -> None:
+    table = layers()
+    parts = {p.stem if p.is_file() else p.name for p in (REPO / "goodput_agent").iterdir()
+             if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    parts |= {"tools"}
+    assert parts - set(table) == set(), "add them to ARCHITECTURE.md's layer table"
+
+
+def test_no_import_reaches_down_a_layer() -> None:
+    table = layers()
+    table["goodput_agent"] = 0  # the package itself: its version
+    wrong = sorted({(f, a, b) for f, a, b in imports()
+                    if a != b and table[b] > table[a]})
+    assert wrong == []
+
+
+def test_the_serve_layer_crosses_only_where_the_page_says() -> None:
+    table = layers()
+    serve = max(table.values())
+    crossing = sorted({(f, a, b) for f, a, b in imports() if a != b
+                       and table.get(a) == table.get(b) == serve
+                       and (a, b) not in SERVE_CROSSINGS})
+    assert crossing == []
