@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, model_validator
@@ -89,3 +90,15 @@ def looking_back(text: str, now: datetime | None = None, tz_name: str | None = N
     if _DURATION.match(text):
         return since(text, now)
     return parse_window(text, tz_name=tz_name)
+
+
+def rfc3339(value: Any) -> datetime | None:
+    """An API's RFC 3339 time (Kubernetes, Prometheus: `2026-12-04T05:00:00Z`), timezone-aware;
+    None when it is absent or not one (naive times are taken as UTC)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)

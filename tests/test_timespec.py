@@ -42,3 +42,12 @@ def test_since():
 def test_unknown_zone():
     with pytest.raises(BadInput, match="unknown time zone"):
         parse_window("10:00-11:00", tz_name="Mars/Olympus")
+
+
+def test_rfc3339_api_times() -> None:
+    from goodput_agent.timespec import rfc3339
+
+    assert rfc3339("2026-12-04T05:00:00Z") == datetime(2026, 12, 4, 5, tzinfo=UTC)
+    assert rfc3339("2026-12-04T06:00:00+01:00") == datetime(2026, 12, 4, 5, tzinfo=UTC)
+    assert rfc3339("2026-12-04T05:00:00").tzinfo is not None
+    assert rfc3339("") is None and rfc3339(None) is None and rfc3339("yesterday") is None

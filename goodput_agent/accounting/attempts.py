@@ -22,6 +22,7 @@ from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.parsing.slurm import JobRecord, normalize_state, parse_local_time
 from goodput_agent.parsing.slurm.sacct_text import pipe_header, row_to_job
 from goodput_agent.parsing.timefmt import ClockPolicy
+from goodput_agent.timespec import rfc3339 as _ts
 
 SACCT_ATTEMPT_FIELDS = ("JobID,JobName,State,ExitCode,NodeList,Submit,Start,End,Elapsed,"
                         "AllocTRES,Partition,Account,User")
@@ -115,16 +116,6 @@ def slurm_runs(path: Path, rel: str, clock: ClockPolicy, job_id: str | None = No
     for i, r in enumerate(out.runs):
         r.run = i
     return out
-
-
-def _ts(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def _pod_gpus(pod: dict[str, Any]) -> int | None:

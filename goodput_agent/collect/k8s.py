@@ -41,6 +41,7 @@ from goodput_agent.sources.k8s import (
     pod_nodes,
     split_ref,
 )
+from goodput_agent.timespec import rfc3339 as _ts
 
 log = structlog.get_logger(__name__)
 
@@ -52,16 +53,6 @@ class K8sCollected:
     workload: Workload | None = None
     pods: list[dict[str, Any]] = field(default_factory=list)
     window: TimeWindow | None = None
-
-
-def _ts(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def pods_window(pods: list[dict[str, Any]], now: datetime | None = None) -> TimeWindow | None:

@@ -30,9 +30,10 @@ condition and are not counted twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from goodput_agent.timespec import rfc3339 as when
 from goodput_agent.watch.trigger import Trigger
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -49,16 +50,6 @@ MAX_ENDS_PER_CONTAINER = 3
 class Incident:
     signature: str  # stable within the object while the incident shows
     trigger: Trigger
-
-
-def when(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
@@ -79,6 +80,28 @@ def _sinfo_reason_header(text: str) -> list[str] | None:
     return None
 
 
+class _Table:
+    """The rows of an sinfo table, cleaned, each with the header line above it; after the walk,
+    `header` is the last header seen (None: there was none) and `lines` the file's lines."""
+
+    def __init__(self, path: Path, header_of: Callable[[str], list[str] | None]):
+        self.path, self.header_of = path, header_of
+        self.header: list[str] | None = None
+        self.lines = 0
+
+    def rows(self) -> Iterator[tuple[int, str, str, list[str]]]:
+        for n, line in iter_lines(self.path):
+            self.lines = n
+            text = _sinfo_clean(line)
+            found = self.header_of(text)
+            if found:
+                self.header = found
+                continue
+            if self.header is None or not text:
+                continue
+            yield n, line, text, self.header
+
+
 class SinfoReasonsParser:
     format = "sinfo_reasons"
 
@@ -95,23 +118,12 @@ class SinfoReasonsParser:
         return False
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        header: list[str] | None = None
-        nodes: list[NodeRecord] = []
-        n = 0
-        for n, line in iter_lines(path):
-            text = _sinfo_clean(line)
-            found = _sinfo_reason_header(text)
-            if found:
-                header = found
-                continue
-            if header is None or not text:
-                continue
-            record = self._row(text, header, n, line, ctx)
-            if record:
-                nodes.append(record)
-        if header is None:
+        table = _Table(path, _sinfo_reason_header)
+        nodes = [record for n, line, text, header in table.rows()
+                 if (record := self._row(text, header, n, line, ctx))]
+        if table.header is None:
             raise ParseError(f"{ctx.rel_path}: no sinfo -R header (REASON ... NODELIST) found")
-        return build_result(self.format, ctx, [], nodes, n)
+        return build_result(self.format, ctx, [], nodes, table.lines)
 
     @staticmethod
     def _row_fields(text: str, header: list[str]) -> dict[str, str] | None:
@@ -189,17 +201,9 @@ class SinfoParser:
         return False
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
-        header: list[str] | None = None
+        table = _Table(path, _sinfo_header)
         nodes: list[NodeRecord] = []
-        n = 0
-        for n, line in iter_lines(path):
-            text = _sinfo_clean(line)
-            found = _sinfo_header(text)
-            if found:
-                header = found
-                continue
-            if header is None or not text:
-                continue
+        for n, line, text, header in table.rows():
             row = _sinfo_row(text, header)
             if row is None:
                 continue
@@ -211,6 +215,6 @@ class SinfoParser:
                 names=names, states=states, line_start=n, line_end=n,
                 excerpt=row_excerpt(line.strip()), reason=none_if_empty(row.get("REASON")),
                 extra={k.lower(): v for k, v in row.items() if k in ("PARTITION", "AVAIL")}))
-        if header is None:
+        if table.header is None:
             raise ParseError(f"{ctx.rel_path}: no sinfo header (PARTITION ... STATE ...) found")
-        return build_result(self.format, ctx, [], nodes, n)
+        return build_result(self.format, ctx, [], nodes, table.lines)
