@@ -19,6 +19,7 @@ from goodput_agent.accounting.attempts import SACCT_ATTEMPT_FIELDS, SACCT_ATTEMP
 from goodput_agent.accounting.causes import like_escape
 from goodput_agent.accounting.model import JobAccount
 from goodput_agent.cli.k8s import K8S_OPTIONS, K8sArgs
+from goodput_agent.cli.options import ledger_option
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.untrusted import json_text, line, markup
 
@@ -112,8 +113,7 @@ def _k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("bundle", required=False, type=click.Path(path_type=Path))
 @click.option("--slurm-job", default=None, metavar="ID", help="A Slurm job (live: sacct -D).")
 @_k8s_options
-@click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
-              help="DuckDB ledger file (default: user data dir).")
+@ledger_option
 @click.option("--json", "as_json", is_flag=True, help="Print the account as JSON.")
 @click.option("--svg", "svg_path", type=click.Path(path_type=Path), default=None,
               help="Also draw the attempts on one clock into this SVG file.")

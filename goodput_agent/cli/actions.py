@@ -15,13 +15,11 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
+from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import line, markup, visible
 
-ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
-                             default=None, help="DuckDB ledger file (default: user data dir).")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 policy_option = click.option(
     "--policy", "policy_path", type=click.Path(path_type=Path), default=None,
     help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped conservative one).")
@@ -78,12 +76,6 @@ cluster_options = [
 ]
 
 
-def _with(options):  # noqa: ANN001, ANN202 - click decorators
-    def deco(f):  # noqa: ANN001, ANN202
-        for o in reversed(options):
-            f = o(f)
-        return f
-    return deco
 
 
 @click.command("actions")
@@ -163,7 +155,7 @@ def render_preview(p: Any, console: Console) -> None:
 @click.argument("action_id", type=int)
 @click.option("--as", "approver", required=True, help="Who approves (a name the policy lists).")
 @click.option("--yes", is_flag=True, help="Do not ask to confirm (the preview is still shown).")
-@_with(cluster_options)
+@with_options(cluster_options)
 @policy_option
 @json_option
 @ledger_option

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.errors import BadInput
 
 claude_options = [
@@ -37,12 +38,6 @@ _BUDGETS = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_token
             "max_wall_s")
 
 
-def _with(options: list) -> Any:  # noqa: ANN401 - click decorators
-    def wrap(f: Any) -> Any:  # noqa: ANN401
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-    return wrap
 
 
 def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
@@ -67,14 +62,13 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
 @click.argument("bundle", type=click.Path(path_type=Path), required=False)
 @click.option("--investigation", "inv_id", default=None,
               help="Resume the chat of (or talk about) this investigation id.")
-@click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
-              help="DuckDB ledger file (default: user data dir).")
+@ledger_option
 @click.option("--planner", type=click.Choice(["claude", "openai-compatible"]), default="claude",
               show_default=True, help="Who answers: Claude, or a self-hosted model "
                                       "(openai-compatible: --base-url, --model).")
 @click.option("--openai-compatible", "openai_compatible", is_flag=True,
               help="Short for --planner openai-compatible.")
-@_with(claude_options[1:])
+@with_options(claude_options[1:])
 def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, planner: str,
          **flags: Any) -> None:
     """Talk with a model (Claude, or a self-hosted one) about an incident bundle or an

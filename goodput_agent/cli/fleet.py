@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from goodput_agent.cli.options import ledger_option
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_text, markup
@@ -141,8 +142,7 @@ def _render_groups(r, console: Console) -> None:  # noqa: ANN001 - a FleetReport
 
 
 @click.command("fleet")
-@click.option("--ledger", "ledger_path", type=click.Path(path_type=Path), default=None,
-              help="DuckDB ledger file (default: user data dir).")
+@ledger_option
 @click.option("--since", "since_text", default=None, metavar="WHEN",
               help="Start of the period: a duration back (30d) or START/END (ISO 8601).")
 @click.option("--until", "until_text", default=None, metavar="WHEN",

@@ -27,6 +27,7 @@ from goodput_agent.cli.fleet import fleet_cmd
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.live import collect_cmd
 from goodput_agent.cli.node import node_health
+from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole, investigations_table
 from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
@@ -38,9 +39,6 @@ from goodput_agent.untrusted import json_text, line
 
 EXIT_BAD_INPUT = 2
 
-ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
-                             default=None, help="DuckDB ledger file (default: user data dir).")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
@@ -137,12 +135,6 @@ pictures_option = click.option(
     help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
 
 
-def _with(options):  # noqa: ANN001, ANN202 - click decorators
-    def wrap(f):  # noqa: ANN001, ANN202
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-    return wrap
 
 
 def _live_latency(url: str, service: str | None, baseline: str | None, incident: str | None,
@@ -167,12 +159,12 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
 @click.option("--kind", type=click.Choice(["failure", "slowdown", "latency"]), default=None,
               help="Override the kind of question inferred from the bundle.")
 @pictures_option
-@_with(prometheus_options)
+@with_options(prometheus_options)
 @click.option("--since", "since_text", default=None, metavar="DURATION",
               help="With --prometheus (also with --k8s-pod: a vLLM pod's series): look back "
                    "this far for the change (6h), or search this window (10:00-11:00, "
                    "START/END).")
-@_with(claude_options)
+@with_options(claude_options)
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")
 @k8s_options
@@ -214,7 +206,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
 
 
 @cli.command()
-@_with(prometheus_options)
+@with_options(prometheus_options)
 @click.option("--baseline", default=None, metavar="WINDOW",
               help="Good window: 10:00-11:00 or START/END in ISO 8601.")
 @click.option("--incident", default=None, metavar="WINDOW", help="Bad window, same forms.")
@@ -322,7 +314,7 @@ def schema_report() -> None:
                                             "fleet", "all"]), default="all", show_default=True,
               help="Which suite to score (independent: generated held-out cases; fleet: a "
                    "generated fleet history, about 10 s; neither in all).")
-@_with(claude_options)
+@with_options(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
              **claude_flags: object) -> None:

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
+from goodput_agent.cli.options import ledger_option
 from goodput_agent.errors import BadInput
-
-ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
-                             default=None, help="DuckDB ledger file (default: user data dir).")
 
 
 def _ledger(path: Path | None) -> Path:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from goodput_agent.analysis.trace_select import load_one, pick_step
+from goodput_agent.cli.options import json_option
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_text, line, markup
@@ -33,7 +34,6 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from goodput_agent.parsing.trace_model import Trace
 
 EXIT_NO_VERDICT = 3
-_json = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 _top = click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000),
                     help="Kernel families to list.")
 
@@ -179,7 +179,7 @@ def trace() -> None:
 
 @trace.command("summary")
 @click.argument("trace_file", metavar="TRACE", type=click.Path(path_type=Path))
-@_json
+@json_option
 @_top
 @ray_option
 def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) -> None:
@@ -209,7 +209,7 @@ def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) 
 @trace.command("diff")
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("slow", type=click.Path(path_type=Path))
-@_json
+@json_option
 @_top
 @ray_option
 def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str | None) -> None:

@@ -20,13 +20,12 @@ import click
 if TYPE_CHECKING:
     from goodput_agent.watch.status import WatchStatus
 
+from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import line
 
 EXIT_SOURCE_DOWN, EXIT_INCIDENT_FAILED = 4, 5
 
-ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
-                             default=None, help="DuckDB ledger file (default: user data dir).")
 
 # the flags that choose and configure sources (sources.SourceOptions); a new source adds its
 # flags here and reads them in _source_options
@@ -68,12 +67,6 @@ source_options: list[Callable[[Any], Any]] = [
 ]
 
 
-def _with(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
-    def wrap(f: Any) -> Any:
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-    return wrap
 
 
 def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
@@ -96,7 +89,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
 
 
 @click.group("watch", invoke_without_command=True)
-@_with(source_options)
+@with_options(source_options)
 @click.option("--once", is_flag=True, help="One poll of each source, investigate what it "
               "found, exit (for cron and tests).")
 @click.option("--interval", "interval_s", default=30.0, show_default=True,
