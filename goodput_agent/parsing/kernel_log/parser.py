@@ -79,6 +79,9 @@ def _kernel_shaped(line: str) -> bool:
                                                 and _SHAPE_INSIDE.search(line)))
 
 
+_DEVICE_PLUGIN = re.compile(r"XidCriticalError: Xid=\d+")
+
+
 class KernelLogParser:
     format = FORMAT
 
@@ -93,8 +96,8 @@ class KernelLogParser:
         n = len(lines)
         if shaped == n or (shaped >= 2 and (shaped * 5 >= n or shaped >= 20)):
             return True
-        if shaped >= 1 and _NAME_HINT.search(name):
-            return True
+        if shaped >= 1 and (_NAME_HINT.search(name) or _DEVICE_PLUGIN.search(head)):
+            return True  # the device plugin's XidCriticalError line is printed by nothing else
         syslog = sum(1 for ln in lines if _SYSLOG_ANY.match(ln))
         return shaped >= 1 and syslog * 2 >= n
 
