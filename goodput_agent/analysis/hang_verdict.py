@@ -59,6 +59,13 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                         "node loss, time limit, preemption) and no collective timeouts were found")
         symptoms = [] if failed else sorted((e for e in events if e.role == Role.symptom),
                                             key=Event.sort_key)
+        waiting = [] if failed else [e for e in events if e.detail.get("never_started")]
+        if waiting:
+            unknowns.append("the job never started, so there is no failure in it to explain; "
+                            "why it waits is the scheduler's reason")
+            return FailureVerdict(
+                category="unknown", confidence=0.0, evidence=waiting[:3],
+                summary=f"Nothing failed: the job never started ({waiting[0].summary})")
         if failed:
             why = "the scheduler reports a failure but no log explains it"
         elif symptoms:

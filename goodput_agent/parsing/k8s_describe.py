@@ -54,6 +54,7 @@ class _Reader:
         self.events: list[Event] = []
         self.object = self.namespace = self.node = None
         self.is_node = False
+        self.pending_line: int | None = None  # a pod's "Status: Pending"
 
     def add(self, verdict: Verdict, summary: str, first: int, last: int, *,
             ts: datetime | None = None, detail: dict | None = None) -> None:
@@ -96,6 +97,11 @@ class _Reader:
             elif container is not None and key == "Restart Count":
                 container.fields[key] = (val, n)
         self._end(container)
+        if self.pending_line and not self.is_node and self.node is None:
+            self.add(Verdict(EventKind.job_state, Role.context),
+                     f"pod {self.object} Pending: not scheduled to any node",
+                     self.pending_line, self.pending_line,
+                     detail={"pod": self.object, "state": "Pending", "never_started": True})
 
     def _top(self, key: str, val: str, n: int,
              container: _Container | None) -> tuple[str, _Container | None]:
@@ -109,6 +115,8 @@ class _Reader:
             self.node = val.split("/")[0]
         elif key == "Roles":
             self.is_node, self.node = True, self.object
+        elif key == "Status" and val == "Pending":
+            self.pending_line = n
         sections = {"Containers": "containers", "Init Containers": "containers",
                     "Conditions": "conditions", "Events": "events"}
         return sections.get(key, ""), None

@@ -15,8 +15,10 @@ LOG = """2026/11/02 09:00:01 Starting FS watcher.
 2026/11/02 09:00:01 Retreiving plugins.
 2026/11/02 09:00:02 Starting GRPC server for 'nvidia.com/gpu'
 2026/11/02 09:00:02 Registered device plugin for 'nvidia.com/gpu' with Kubelet
-2026/11/02 09:41:17 XidCriticalError: Xid=79 on Device=GPU-0f3c2a11-5b2e-4c1e-9d77-3a1b2c3d4e5f, the device will go unhealthy.
-2026/11/02 09:41:17 'nvidia.com/gpu' device marked unhealthy: GPU-0f3c2a11-5b2e-4c1e-9d77-3a1b2c3d4e5f
+2026/11/02 09:41:17 XidCriticalError: Xid=79 on Device=GPU-0f3c2a11-5b2e-4c1e-9d77-3a1b2c3d4e5f, \
+the device will go unhealthy.
+2026/11/02 09:41:17 'nvidia.com/gpu' device marked unhealthy: \
+GPU-0f3c2a11-5b2e-4c1e-9d77-3a1b2c3d4e5f
 """
 
 

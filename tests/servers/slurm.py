@@ -365,12 +365,12 @@ def _wait_idle(cluster: SlurmCluster) -> None:
                        f"slurmctld: {_log_tail(cluster.root / 'log' / 'slurmctld.log')}")
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """The shared cluster, with a job that will hit its time limit already running
-    (cluster.jobs["timeout"]); other tests submit their own jobs."""
+@contextmanager
+def cluster_with_a_time_limit_job(workdir: Path) -> Iterator[SlurmCluster]:
+    """A running cluster with a job that will hit its time limit already running
+    (cluster.jobs["timeout"]); pytest skips where a cluster cannot run here."""
     try:
-        ctx = running_slurm(tmp_path_factory.mktemp("slurm"))
+        ctx = running_slurm(workdir)
         cluster = ctx.__enter__()
     except SlurmUnavailable as exc:
         pytest.skip(str(exc))
@@ -382,3 +382,11 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
     finally:
         ctx.__exit__(None, None, None)
         shutil.rmtree(cluster.root / "munge", ignore_errors=True)  # the key
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """The shared cluster, with a job that will hit its time limit already running
+    (cluster.jobs["timeout"]); other tests submit their own jobs."""
+    with cluster_with_a_time_limit_job(tmp_path_factory.mktemp("slurm")) as cluster:
+        yield cluster

@@ -209,6 +209,11 @@ def read_pod(b: DocumentEvents, base: JsonPath, item: dict[str, Any],
                               "message": as_str(waiting.get("message"))})
     _pod_status_reason(b, base, status, pod)
     _pod_conditions(b, base, status, pod)
+    if status.get("phase") == "Pending" and not pod["node"]:
+        b.add(Verdict(EventKind.job_state, Role.context), base + ("status", "phase"),
+              f"pod {pod['name']} Pending: not scheduled to any node", node=None, rank=None,
+              ts_value=None, detail={"pod": pod["name"], "state": "Pending",
+                                     "never_started": True})
     return {"name": pod["name"], "namespace": pod["namespace"], "node": pod["node"],
             "phase": status.get("phase"), "reason": status.get("reason"), "rank": rank,
             "rank_source": rank_source, "gpus": gpus, "containers": containers,

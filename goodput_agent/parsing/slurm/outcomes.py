@@ -135,7 +135,10 @@ def job_events(records: list[JobRecord], ctx: ParseContext) -> list[Event]:
             "elapsed_s": r.elapsed_s, "name": r.name, "cancelled_by_uid": by_uid,
             "derived_exit_code": r.derived_exit_code, "time_limit_s": r.time_limit_s,
             "failed_node": r.failed_node, "json_path": r.json_path, "weight": outcome.weight,
-            "note": outcome.note, **r.extra}
+            "note": outcome.note,
+            # the scheduler has not started it: nothing ran, so nothing in it failed
+            "never_started": state == "PENDING" and not r.is_step and r.start is None or None,
+            **r.extra}
         events.append(Event(
             kind=kind, role=outcome.role, category=outcome.category, ts=ts, clock=clock,
             node=node, summary=_job_summary(r, state),
