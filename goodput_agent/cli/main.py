@@ -13,25 +13,11 @@ from pathlib import Path
 import click
 
 from goodput_agent import __version__
-from goodput_agent.cli.account import account_cmd
-from goodput_agent.cli.actions import (
-    actions_cmd,
-    approve_cmd,
-    policy_group,
-    propose_cmd,
-    reject_cmd,
-    verify_cmd,
-)
-from goodput_agent.cli.chat import chat, claude_options, claude_settings, eval_with_claude
-from goodput_agent.cli.fleet import fleet_cmd
+from goodput_agent.cli.chat import claude_options, claude_settings, eval_with_claude
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
-from goodput_agent.cli.live import collect_cmd
-from goodput_agent.cli.node import node_health
+from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole, investigations_table
-from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
-from goodput_agent.cli.trace import trace
-from goodput_agent.cli.watch import watch
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_text, line
@@ -48,7 +34,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(code)
 
 
-class _Group(click.Group):
+class _Group(LazyGroup):
     """Turns BadInput anywhere into one line on stderr and exit 2 — never a traceback."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
@@ -375,18 +361,6 @@ def tools_cmd(as_json: bool) -> None:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
                    f"  {r['description']}\n")
 
-
-cli.add_command(trace)
-cli.add_command(collect_cmd)
-cli.add_command(chat)
-cli.add_command(serve_cmd)
-cli.add_command(failure_timeline_cmd)
-cli.add_command(node_health)
-cli.add_command(fleet_cmd)
-cli.add_command(account_cmd)
-cli.add_command(watch)
-for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
-    cli.add_command(_cmd)
 
 
 def main() -> None:
