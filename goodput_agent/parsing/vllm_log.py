@@ -88,7 +88,9 @@ class VllmLogParser:
     format = "vllm_log"
 
     def sniff(self, head: str, name: str) -> bool:
-        return bool(_STATS.search(head) or _PREEMPTED.search(head))
+        # the literal words first: each regex scans the whole head when they are absent
+        return bool(("Avg prompt throughput: " in head and _STATS.search(head))
+                    or ("is preempted by PreemptionMode." in head and _PREEMPTED.search(head)))
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         events: list[Event] = []

@@ -15,9 +15,10 @@ from goodput_agent.parsing.slurm.outcomes import (
     build_result,
 )
 from goodput_agent.parsing.slurm.records import (
-    PROGRAM_OUTPUT,
     JobRecord,
     NodeRecord,
+    has_program_output,
+    head_lines,
     mostly_slurm,
     nodes_of,
     none_if_empty,
@@ -163,8 +164,8 @@ class _ScontrolParser:
 
 
 def line_starts_with(head: str, keys: tuple[str, ...]) -> bool:
-    lines = head.splitlines()
-    if PROGRAM_OUTPUT.search(head):
+    lines = head_lines(head)
+    if has_program_output(head):
         return False
     starts = re.compile(r"^[\s*`>]*(?:" + "|".join(keys) + r")=")
     if not any(starts.match(line) for line in lines[:400]):
