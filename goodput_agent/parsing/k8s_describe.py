@@ -192,7 +192,7 @@ class K8sDescribeParser:
         if stripped.startswith(("{", "[")):
             return False
         lines = head.splitlines()
-        if any(_EVENTS_HEADER.match(ln) for ln in lines[:400]):
+        if "Reason" in head and any(_EVENTS_HEADER.match(ln) for ln in lines[:400]):
             return True
         # the regexes only where the words they need are there: every file of a bundle is sniffed
         return bool("State:" in head and _STATE.search(head)) or (

@@ -11,6 +11,7 @@ from goodput_agent.parsing.job_log.file_parser import FileParser
 from goodput_agent.parsing.job_log.prefixes import rank_from_filename
 from goodput_agent.parsing.job_log.scan import ScanState, scan_with_times
 from goodput_agent.parsing.job_log.state import FORMAT
+from goodput_agent.parsing.lines import sniff_lines
 
 _SNIFF_POSITIVE = re.compile(
     r"(?m)^\s*(?:\d{1,6}: )?\[(?:rank|default)\d+\]:|Traceback \(most recent call last\)|"
@@ -51,7 +52,7 @@ class JobLogParser:
             return False  # JSON
         if not _looks_text(head):
             return False
-        lines = [ln.strip() for ln in head.splitlines()[:400] if ln.strip()]
+        lines = sniff_lines(head)
         if not lines:
             return False
         if _SACCT.search(head[:8192]):
