@@ -10,6 +10,7 @@ from pathlib import Path
 
 from goodput_agent.events import Clock
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.parsing.slurm.outcomes import (
     build_result,
@@ -177,7 +178,7 @@ class ScontrolJobParser(_ScontrolParser):
     format = "scontrol_job"
 
     def sniff(self, head: str, name: str) -> bool:
-        return ("JobState=" in head and ("JobId=" in head or "ExitCode=" in head)
+        return (holds(head, "JobState=") and (holds(head, "JobId=") or holds(head, "ExitCode="))
                 and line_starts_with(head, ("JobId", "JobState", "UserId")))
 
 
@@ -185,4 +186,4 @@ class ScontrolNodeParser(_ScontrolParser):
     format = "scontrol_node"
 
     def sniff(self, head: str, name: str) -> bool:
-        return "State=" in head and line_starts_with(head, ("NodeName",))
+        return holds(head, "State=") and line_starts_with(head, ("NodeName",))
