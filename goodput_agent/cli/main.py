@@ -17,7 +17,6 @@ from goodput_agent.cli.chat import claude_options, claude_settings, eval_with_cl
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.ray_option import ray_option, ray_runner
-from goodput_agent.cli.render import TerminalConsole, investigations_table
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_text, line
@@ -74,6 +73,8 @@ def scan_progress(wanted: bool = True) -> Iterator[Callable[[int, int], None] | 
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
+    from goodput_agent.cli.render import TerminalConsole
+
     with Progress("scanning", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                   console=TerminalConsole(stderr=True), transient=True) as bar:
         task = bar.add_task("scan", total=None)
@@ -98,7 +99,7 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 
 
 def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
-    from goodput_agent.cli.render import render_report
+    from goodput_agent.cli.render import TerminalConsole, render_report
     from goodput_agent.investigate import exit_code
 
     if as_json:
@@ -260,6 +261,8 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
     if as_json:
         click.echo(json.dumps(rows, default=str, indent=2))
         return
+    from goodput_agent.cli.render import TerminalConsole, investigations_table
+
     console = TerminalConsole()
     console.print(investigations_table(rows, console.width))
 @ledger.command("show")
@@ -268,7 +271,7 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 @ledger_option
 def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
-    from goodput_agent.cli.render import render_record
+    from goodput_agent.cli.render import TerminalConsole, render_record
     from goodput_agent.ledger import open_ledger
     from goodput_agent.planner.claude_store import usage_totals
 
@@ -314,6 +317,7 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
              **claude_flags: object) -> None:
     """Score the offline planner on generated cases against a naive baseline (--planner
     claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
+    from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
     if suite == "fleet":
@@ -335,6 +339,7 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
 
 
 def _eval_fleet(as_json: bool) -> None:
+    from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.fleet_scorer import render_fleet_scores, score_fleet
 
     scores = score_fleet()
