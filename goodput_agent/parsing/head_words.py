@@ -25,6 +25,8 @@ SNIFF_WORDS: tuple[str, ...] = (
     "# TYPE ", "# HELP ",
     # scontrol show job / node
     "JobState=", "JobId=", "ExitCode=", "State=",
+    # sacct / sinfo tables a job log must not be taken for (job_log's _SACCT)
+    "JobID", "------ ------", "PARTITION", "JobId=",
     # vLLM's engine log
     "Avg prompt throughput: ", "is preempted by PreemptionMode.",
 )
