@@ -12,7 +12,7 @@ import shutil
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
 
@@ -86,6 +86,7 @@ class Bundle:
         self.inventory = inventory
         self._cleanup = cleanup
         self._parsed: dict[str, ParseResult] = {}
+        self._ahead: dict[str, ParseResult | str | None] = {}  # read ahead, not yet asked for
         # where per-file work runs (goodput_agent.parallel): None, this machine's cores
         self.runner: Runner | None = None
 
@@ -108,8 +109,22 @@ class Bundle:
     def parse(self, f: BundleFile) -> ParseResult | None:
         """The file's parse result; a file that fails to parse moves to `unread` with the reason."""
         if f.rel_path not in self._parsed:
-            self._store(f, _parse_one(self.root, f, self.inventory.clock))
+            outcome = self._ahead.pop(f.rel_path) if f.rel_path in self._ahead else \
+                _parse_one(self.root, f, self.inventory.clock)
+            self._store(f, outcome)
         return self._parsed.get(f.rel_path)
+
+    def read_ahead(self, formats: Collection[str],
+                   progress: Callable[[int, int], None] | None = None) -> None:
+        """Parse every file of `formats` now, in one fan-out, for tools that will ask for them
+        in turn: one pool over all of them keeps every core busy to the end (biggest first),
+        where a pool per tool waits on each tool's last file. The results are handed out as the
+        tools ask (parse_many), so what a tool sees, and when a file that failed to parse joins
+        `unread`, is unchanged."""
+        files = [f for f in self.inventory.of_format(*formats)
+                 if f.rel_path not in self._parsed and f.rel_path not in self._ahead]
+        self._ahead.update(zip((f.rel_path for f in files), self._fan_out(files, progress),
+                               strict=True))
 
     def parse_many(self, files: list[BundleFile],
                    progress: Callable[[int, int], None] | None = None,
@@ -117,6 +132,16 @@ class Bundle:
         """Parse files, through `runner` when one is set (a cluster), else on every core when
         they are big enough to be worth it; `progress` is told (bytes done, bytes total)."""
         todo = [f for f in files if f.rel_path not in self._parsed]
+        fresh = [f for f in todo if f.rel_path not in self._ahead]
+        computed = dict(zip((f.rel_path for f in fresh), self._fan_out(fresh, progress),
+                            strict=True))
+        for f in todo:
+            self._store(f, self._ahead.pop(f.rel_path) if f.rel_path in self._ahead
+                        else computed[f.rel_path])
+        return [(f, self._parsed[f.rel_path]) for f in files if f.rel_path in self._parsed]
+
+    def _fan_out(self, todo: list[BundleFile], progress: Callable[[int, int], None] | None
+                 ) -> list[ParseResult | str | None]:
         total, done = sum(f.size for f in todo), 0
         runner = self.runner
         if runner is None:
@@ -131,13 +156,10 @@ class Bundle:
                 progress(done, total)
 
         root = self.root if self.runner is None else self.root.resolve()  # read elsewhere
-        results = runner.map_files(
+        return runner.map_files(
             _parse_one, [(root, f, self.inventory.clock) for f in todo],
             where=[f.node_hint for f in todo], sizes=[f.size for f in todo],
             on_done=finished, here_only=self.unpacked)
-        for f, outcome in zip(todo, results, strict=True):
-            self._store(f, outcome)
-        return [(f, self._parsed[f.rel_path]) for f in files if f.rel_path in self._parsed]
 
     def _store(self, f: BundleFile, outcome: ParseResult | str | None) -> None:
         if isinstance(outcome, str):

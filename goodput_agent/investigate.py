@@ -14,7 +14,7 @@ from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.parallel import Runner
 from goodput_agent.pictures.report_pictures import PictureHook, draw_report_pictures
 from goodput_agent.planner.loop import run_investigation
-from goodput_agent.planner.offline import OfflinePlanner
+from goodput_agent.planner.offline import PLAYBOOK_FORMATS, OfflinePlanner
 from goodput_agent.report import Report
 from goodput_agent.toolkit import ToolContext
 
@@ -52,6 +52,7 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                 pictures=pictures)
             if report is not None:
                 return report
+        bundle.read_ahead(PLAYBOOK_FORMATS.get(chosen, ()), progress)
         return run_investigation(
             planner, ctx, ledger, question=question, kind=chosen, target=str(path),
             unread=lambda: {u.path: u.reason for u in bundle.inventory.unread},

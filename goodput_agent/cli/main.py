@@ -13,26 +13,11 @@ from pathlib import Path
 import click
 
 from goodput_agent import __version__
-from goodput_agent.cli.account import account_cmd
-from goodput_agent.cli.actions import (
-    actions_cmd,
-    approve_cmd,
-    policy_group,
-    propose_cmd,
-    reject_cmd,
-    verify_cmd,
-)
-from goodput_agent.cli.chat import chat, claude_options, claude_settings, eval_with_claude
-from goodput_agent.cli.fleet import fleet_cmd
+from goodput_agent.cli.chat import claude_options, claude_settings, eval_with_claude
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
-from goodput_agent.cli.live import collect_cmd
-from goodput_agent.cli.node import node_health
+from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
-from goodput_agent.cli.render import TerminalConsole, investigations_table
-from goodput_agent.cli.serve import failure_timeline_cmd, serve_cmd
-from goodput_agent.cli.trace import trace
-from goodput_agent.cli.watch import watch
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_text, line
@@ -46,7 +31,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(code)
 
 
-class _Group(click.Group):
+class _Group(LazyGroup):
     """Turns BadInput anywhere into one line on stderr and exit 2 — never a traceback."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
@@ -86,6 +71,8 @@ def scan_progress(wanted: bool = True) -> Iterator[Callable[[int, int], None] | 
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
+    from goodput_agent.cli.render import TerminalConsole
+
     with Progress("scanning", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                   console=TerminalConsole(stderr=True), transient=True) as bar:
         task = bar.add_task("scan", total=None)
@@ -110,7 +97,7 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 
 
 def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
-    from goodput_agent.cli.render import render_report
+    from goodput_agent.cli.render import TerminalConsole, render_report
     from goodput_agent.investigate import exit_code
 
     if as_json:
@@ -266,6 +253,8 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
     if as_json:
         click.echo(json.dumps(rows, default=str, indent=2))
         return
+    from goodput_agent.cli.render import TerminalConsole, investigations_table
+
     console = TerminalConsole()
     console.print(investigations_table(rows, console.width))
 @ledger.command("show")
@@ -274,7 +263,7 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 @ledger_option
 def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
-    from goodput_agent.cli.render import render_record
+    from goodput_agent.cli.render import TerminalConsole, render_record
     from goodput_agent.ledger import open_ledger
     from goodput_agent.planner.claude_store import usage_totals
 
@@ -320,6 +309,7 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
              **claude_flags: object) -> None:
     """Score the offline planner on generated cases against a naive baseline (--planner
     claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
+    from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
     if suite == "fleet":
@@ -341,6 +331,7 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
 
 
 def _eval_fleet(as_json: bool) -> None:
+    from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.fleet_scorer import render_fleet_scores, score_fleet
 
     scores = score_fleet()
@@ -367,18 +358,6 @@ def tools_cmd(as_json: bool) -> None:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
                    f"  {r['description']}\n")
 
-
-cli.add_command(trace)
-cli.add_command(collect_cmd)
-cli.add_command(chat)
-cli.add_command(serve_cmd)
-cli.add_command(failure_timeline_cmd)
-cli.add_command(node_health)
-cli.add_command(fleet_cmd)
-cli.add_command(account_cmd)
-cli.add_command(watch)
-for _cmd in (actions_cmd, approve_cmd, reject_cmd, verify_cmd, policy_group, propose_cmd):
-    cli.add_command(_cmd)
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_whole
 
@@ -168,10 +169,10 @@ class FlightRecorderParser:
     def sniff(self, head: str, name: str) -> bool:
         if "traceEvents" in head[:4096]:
             return False  # a Kineto trace
-        keys = sum(k in head for k in ("pg_config", "pg_status", "nccl_comm_state",
+        keys = sum(holds(head, k) for k in ("pg_config", "pg_status", "nccl_comm_state",
                                        "entries", "collective_seq_id"))
         if head.lstrip().startswith("{"):
-            return keys >= 2 and ("version" in head)
+            return keys >= 2 and holds(head, "version")
         return keys >= 2 and ("nccl_trace" in name or "fr_trace" in name
                               or name.endswith((".pkl", ".pickle")) or head[:1] == "\ufffd")
 

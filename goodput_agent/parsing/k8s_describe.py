@@ -17,6 +17,7 @@ from pathlib import Path
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.k8s.verdicts import Verdict, classify_k8s_event, classify_termination
 from goodput_agent.parsing.lines import read_whole_text
 
@@ -199,12 +200,12 @@ class K8sDescribeParser:
         stripped = head.lstrip()
         if stripped.startswith(("{", "[")):
             return False
-        lines = head.splitlines()
-        if any(_EVENTS_HEADER.match(ln) for ln in lines[:400]):
+        if holds(head, "Reason") and any(_EVENTS_HEADER.match(ln)
+                                         for ln in head.splitlines()[:400]):
             return True
         # the regexes only where the words they need are there: every file of a bundle is sniffed
-        return bool("State:" in head and _STATE.search(head)) or (
-            sum(f"{key}:" in head for key in _TOP_KEYS) >= 3
+        return bool(holds(head, "State:") and _STATE.search(head)) or (
+            sum(holds(head, f"{key}:") for key in _TOP_KEYS) >= 3
             and len(set(_TOP.findall(head))) >= 3)
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:

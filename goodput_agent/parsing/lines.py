@@ -11,6 +11,7 @@ import gzip
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
@@ -103,6 +104,13 @@ def scan_lines(path: Path, literals: Iterable[bytes],
             count.lines = base_line - 1 + (0 if buf.endswith(b"\n") else 1)
             if not block:
                 return
+
+
+@lru_cache(maxsize=1)
+def sniff_lines(head: str) -> tuple[str, ...]:
+    """The non-empty lines among a head's first 400, stripped: split once for every sniffer
+    that reads them (the kernel-log and job-log ones read the same head one after the other)."""
+    return tuple(s for ln in head.splitlines()[:400] if (s := ln.strip()))
 
 
 def read_head(path: Path, limit: int = 64 * 1024) -> bytes:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from goodput_agent.events import Clock, Event, EventKind, Locator
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.kernel_log import norm_pci
 from goodput_agent.parsing.lines import iter_lines, read_whole_text
 from goodput_agent.parsing.xid_catalog import lookup
@@ -75,6 +76,8 @@ class OpenMetricsParser:
     format = "openmetrics"
 
     def sniff(self, head: str, name: str) -> bool:
+        if not (holds(head, "# TYPE ") or holds(head, "# HELP ")):
+            return False  # no line can be typed
         lines = [ln for ln in head.splitlines()[:50] if ln.strip()]
         if not lines:
             return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
-from functools import cache
+from functools import cache, lru_cache
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict
@@ -87,7 +87,9 @@ def _offset(tz: str) -> tzinfo:
     return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
 
 
-def parse_iso(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
+@lru_cache(maxsize=4096)  # a log prints many lines within one second: one parse per stamp
+def _iso_time(text: str) -> tuple[datetime, bool] | None:
+    """The time in `text`, and whether it carries its offset (then it is in UTC, else naive)."""
     m = _ISO.search(text)
     if not m:
         return None
@@ -97,8 +99,16 @@ def parse_iso(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
     except ValueError:
         return None
     if m["tz"]:
-        return naive.replace(tzinfo=_offset(m["tz"])).astimezone(UTC), Clock.absolute
-    return policy.localize(naive), Clock.local
+        return naive.replace(tzinfo=_offset(m["tz"])).astimezone(UTC), True
+    return naive, False
+
+
+def parse_iso(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
+    hit = _iso_time(text)
+    if hit is None:
+        return None
+    when, absolute = hit
+    return (when, Clock.absolute) if absolute else (policy.localize(when), Clock.local)
 
 
 def parse_syslog(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:

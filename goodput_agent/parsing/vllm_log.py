@@ -25,6 +25,7 @@ from pathlib import Path
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import scan_lines
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 
@@ -88,7 +89,10 @@ class VllmLogParser:
     format = "vllm_log"
 
     def sniff(self, head: str, name: str) -> bool:
-        return bool(_STATS.search(head) or _PREEMPTED.search(head))
+        # the literal words first: each regex scans the whole head when they are absent
+        return bool((holds(head, "Avg prompt throughput: ") and _STATS.search(head))
+                    or (holds(head, "is preempted by PreemptionMode.")
+                        and _PREEMPTED.search(head)))
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         events: list[Event] = []

@@ -12,7 +12,13 @@ from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
-from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
+from goodput_agent.parsing.registry import (
+    JOB_LOG_FORMATS,
+    KUBERNETES_FORMATS,
+    METRICS_FORMATS,
+    SCHEDULER_FORMATS,
+    SLURM_FORMATS,
+)
 from goodput_agent.planner.base import (
     ClaimDraft,
     Conclusion,
@@ -32,6 +38,13 @@ PLAYBOOKS: dict[str, tuple[str, ...]] = {
                 "gpu_metrics_events", "log_activity"),
     "slowdown": ("bundle_inventory", "profiler_traces"),
     "latency": ("bundle_inventory", "latency_metrics"),
+}
+
+# The formats a playbook's tools parse, every one whatever the findings (scheduler_state,
+# job_log_events, kernel_log_events, gpu_metrics_events): read ahead in one fan-out
+# (Bundle.read_ahead). tests/planner/test_read_ahead.py checks that the tools ask for them all.
+PLAYBOOK_FORMATS: dict[str, frozenset[str]] = {
+    "failure": SCHEDULER_FORMATS | JOB_LOG_FORMATS | {"kernel_log"} | METRICS_FORMATS,
 }
 
 

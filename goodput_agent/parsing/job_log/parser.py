@@ -7,10 +7,12 @@ import zlib
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.job_log.file_parser import FileParser
 from goodput_agent.parsing.job_log.prefixes import rank_from_filename
 from goodput_agent.parsing.job_log.scan import ScanState, scan_with_times
 from goodput_agent.parsing.job_log.state import FORMAT
+from goodput_agent.parsing.lines import sniff_lines
 
 _SNIFF_POSITIVE = re.compile(
     r"(?m)^\s*(?:\d{1,6}: )?\[(?:rank|default)\d+\]:|Traceback \(most recent call last\)|"
@@ -30,6 +32,7 @@ _KERNELISH = re.compile(
 _KERNELISH_START = re.compile(_KERNELISH.pattern.removesuffix(r"|.*\bNVRM: )") + ")")
 _SACCT = re.compile(r"(?m)^\s*JobID\s+JobName|^JobID\|JobName|^-{6,} -{6,}|^\s*PARTITION\s+AVAIL|"
                     r"^JobId=\d+ ")
+_SACCT_WORDS = ("JobID", "------ ------", "PARTITION", "JobId=")  # each _SACCT branch holds one
 # replacement characters (undecodable bytes) and control characters other than tab, line
 # ends and ESC (colour codes)
 _NOT_TEXT = re.compile("[\ufffd\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f]")
@@ -51,10 +54,10 @@ class JobLogParser:
             return False  # JSON
         if not _looks_text(head):
             return False
-        lines = [ln.strip() for ln in head.splitlines()[:400] if ln.strip()]
+        lines = sniff_lines(head)
         if not lines:
             return False
-        if _SACCT.search(head[:8192]):
+        if any(holds(head, w) for w in _SACCT_WORDS) and _SACCT.search(head[:8192]):
             return False
         # `.*\bNVRM: ` scans the whole line: only lines that hold the word can match it
         kernelish = sum(1 for ln in lines if (_KERNELISH_START if "NVRM: " not in ln

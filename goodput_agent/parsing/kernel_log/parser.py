@@ -19,7 +19,7 @@ from goodput_agent.parsing.kernel_log.prefixes import (
     MONTHS,
     split_prefix,
 )
-from goodput_agent.parsing.lines import LineCount, read_head, scan_lines, strip_ansi
+from goodput_agent.parsing.lines import LineCount, read_head, scan_lines, sniff_lines, strip_ansi
 from goodput_agent.parsing.timefmt import (
     ClockPolicy,
 )
@@ -89,7 +89,7 @@ class KernelLogParser:
         stripped = head.lstrip()
         if stripped.startswith("{") or re.match(r"\[\s*[{\"\]]", stripped):
             return False  # JSON
-        lines = [ln.strip()[:MESSAGE_CHARS] for ln in head.splitlines()[:400] if ln.strip()]
+        lines = [ln[:MESSAGE_CHARS] for ln in sniff_lines(head)]
         if not lines:
             return False
         shaped = sum(1 for ln in lines if _kernel_shaped(ln))

@@ -5,7 +5,7 @@ field readers they share: states, exit codes, durations, local times, node lists
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -45,16 +45,29 @@ PROGRAM_OUTPUT = re.compile(
     r"|CUDA out of memory|^\[?rank\d+\]?:|^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[,.]\d+ ",
     re.MULTILINE)
 MIN_SLURM_SHARE = 0.3
+
+
+@lru_cache(maxsize=1)
+def has_program_output(head: str) -> bool:
+    """PROGRAM_OUTPUT in `head`, searched once: every Slurm sniffer asks it of the same head."""
+    return PROGRAM_OUTPUT.search(head) is not None
+
+
+@lru_cache(maxsize=1)
+def head_lines(head: str) -> tuple[str, ...]:
+    """The head's lines, split once for all the Slurm sniffers that read the same head."""
+    return tuple(head.splitlines())
+
 UNDERLINE = re.compile(r"^\s*-{2,}(?:\s+-{2,})*\s*$")
 
 
-def mostly_slurm(lines: list[str], ours: int) -> bool:
+def mostly_slurm(lines: Sequence[str], ours: int) -> bool:
     """`ours` of the non-empty head `lines` are Slurm output: enough to claim the file?"""
     total = sum(1 for ln in lines if ln.strip())
     return total > 0 and ours / total >= MIN_SLURM_SHARE
 
 
-def table_share(lines: list[str], header_at: int, is_row: Callable[[str], bool]) -> int:
+def table_share(lines: Sequence[str], header_at: int, is_row: Callable[[str], bool]) -> int:
     """The header lines[header_at] and the rows right after it (an underline counts too)."""
     count = 1
     for line in lines[header_at + 1:]:

@@ -11,9 +11,10 @@ from goodput_agent.parsing.slurm.outcomes import (
     build_result,
 )
 from goodput_agent.parsing.slurm.records import (
-    PROGRAM_OUTPUT,
     UNDERLINE,
     JobRecord,
+    has_program_output,
+    head_lines,
     mostly_slurm,
     nodes_of,
     none_if_empty,
@@ -73,9 +74,9 @@ class SacctPipeParser:
     format = "sacct_pipe"
 
     def sniff(self, head: str, name: str) -> bool:
-        if PROGRAM_OUTPUT.search(head):
+        if has_program_output(head):
             return False
-        lines = head.splitlines()
+        lines = head_lines(head)
         for line in [ln for ln in lines[:20] if ln.strip()][:5]:
             if "|" in line:
                 return pipe_header(line) is not None and \
@@ -119,9 +120,9 @@ class SacctTableParser:
     format = "sacct_table"
 
     def sniff(self, head: str, name: str) -> bool:
-        if PROGRAM_OUTPUT.search(head):
+        if has_program_output(head):
             return False
-        lines = head.splitlines()
+        lines = head_lines(head)
         return any(UNDERLINE.match(lines[i]) and _table_header_ok(lines[i - 1])
                    and mostly_slurm(lines, table_share(lines, i - 1, _looks_like_sacct_row))
                    for i in range(1, min(len(lines), 40)))

@@ -10,14 +10,16 @@ from pathlib import Path
 
 from goodput_agent.events import Clock
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.parsing.slurm.outcomes import (
     build_result,
 )
 from goodput_agent.parsing.slurm.records import (
-    PROGRAM_OUTPUT,
     JobRecord,
     NodeRecord,
+    has_program_output,
+    head_lines,
     mostly_slurm,
     nodes_of,
     none_if_empty,
@@ -163,8 +165,8 @@ class _ScontrolParser:
 
 
 def line_starts_with(head: str, keys: tuple[str, ...]) -> bool:
-    lines = head.splitlines()
-    if PROGRAM_OUTPUT.search(head):
+    lines = head_lines(head)
+    if has_program_output(head):
         return False
     starts = re.compile(r"^[\s*`>]*(?:" + "|".join(keys) + r")=")
     if not any(starts.match(line) for line in lines[:400]):
@@ -176,7 +178,7 @@ class ScontrolJobParser(_ScontrolParser):
     format = "scontrol_job"
 
     def sniff(self, head: str, name: str) -> bool:
-        return ("JobState=" in head and ("JobId=" in head or "ExitCode=" in head)
+        return (holds(head, "JobState=") and (holds(head, "JobId=") or holds(head, "ExitCode="))
                 and line_starts_with(head, ("JobId", "JobState", "UserId")))
 
 
@@ -184,4 +186,4 @@ class ScontrolNodeParser(_ScontrolParser):
     format = "scontrol_node"
 
     def sniff(self, head: str, name: str) -> bool:
-        return "State=" in head and line_starts_with(head, ("NodeName",))
+        return holds(head, "State=") and line_starts_with(head, ("NodeName",))

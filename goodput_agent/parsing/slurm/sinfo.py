@@ -12,8 +12,9 @@ from goodput_agent.parsing.slurm.outcomes import (
     build_result,
 )
 from goodput_agent.parsing.slurm.records import (
-    PROGRAM_OUTPUT,
     NodeRecord,
+    has_program_output,
+    head_lines,
     mostly_slurm,
     nodes_of,
     none_if_empty,
@@ -106,9 +107,9 @@ class SinfoReasonsParser:
     format = "sinfo_reasons"
 
     def sniff(self, head: str, name: str) -> bool:
-        if PROGRAM_OUTPUT.search(head):
+        if has_program_output(head):
             return False
-        lines = head.splitlines()
+        lines = head_lines(head)
         for i in range(min(len(lines), 40)):
             header = _sinfo_reason_header(_sinfo_clean(lines[i]))
             if header and mostly_slurm(lines, table_share(
@@ -190,9 +191,9 @@ class SinfoParser:
     format = "sinfo"
 
     def sniff(self, head: str, name: str) -> bool:
-        if PROGRAM_OUTPUT.search(head):
+        if has_program_output(head):
             return False
-        lines = head.splitlines()
+        lines = head_lines(head)
         for i in range(min(len(lines), 60)):
             header = _sinfo_header(_sinfo_clean(lines[i]))
             if header and "PARTITION" in header and mostly_slurm(lines, table_share(
