@@ -26,7 +26,7 @@ from pathlib import Path
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.head_words import holds
-from goodput_agent.parsing.lines import scan_lines
+from goodput_agent.parsing.lines import LineCount, scan_lines
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 
 _STATS = re.compile(
@@ -96,9 +96,8 @@ class VllmLogParser:
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         events: list[Event] = []
-        last = 0
-        for n, text in scan_lines(path, _MARKERS):
-            last = n
+        count = LineCount()
+        for n, text in scan_lines(path, _MARKERS, count):
             stats = _STATS.search(text)
             pre = None if stats else _PREEMPTED.search(text)
             if not stats and not pre:
@@ -107,7 +106,7 @@ class VllmLogParser:
             loc = Locator(path=ctx.rel_path, line_start=n, line_end=n)
             make = _stats_event if stats else _preemption_event
             events.append(make(stats or pre, text, ts, clock, loc, ctx.node_hint))  # type: ignore[arg-type]
-        return ParseResult(format=self.format, events=events, lines_read=last,
+        return ParseResult(format=self.format, events=events, lines_read=count.lines,
                            facts={"engine_log": ctx.rel_path})
 
 

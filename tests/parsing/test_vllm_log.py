@@ -40,6 +40,7 @@ def test_both_generations_stats_lines_are_samples(tmp_path: Path) -> None:
                   "waiting": 3, "kv_usage": 0.415}
     assert v0["waiting"] == 7 and v0["swapped"] == 2 and v0["engine"] == "0"
     assert [e.locator.line_start for e in res.events] == [2, 3]
+    assert res.lines_read == 3  # every line of the file, not only the ones with a stats line
     assert res.events[0].ts == datetime(2026, 11, 2, 9, 0, 10, tzinfo=UTC)
     assert all(e.role == "context" for e in res.events)
 
