@@ -60,6 +60,12 @@ CREATE TABLE IF NOT EXISTS action_events (
     actor VARCHAR, occurred_at TIMESTAMPTZ, tool VARCHAR, args_hash VARCHAR,
     evidence_digest VARCHAR, approval_id BIGINT, expires_at TIMESTAMPTZ, ok BOOLEAN,
     reason VARCHAR, detail_json VARCHAR);
+-- one row per action whose execution started: the primary key makes a second execution of the
+-- same action impossible, whatever the process or the approvals (written in one transaction
+-- with the action's execution_started row)
+CREATE TABLE IF NOT EXISTS action_runs (
+    action_id BIGINT PRIMARY KEY, approval_id BIGINT, started_event BIGINT,
+    started_at TIMESTAMPTZ);
 -- the Claude planner: one row per Messages API call (tokens, cost, request id), the full output
 -- of each tool call the model saw summarised, and the chat conversation, message by message
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -137,6 +143,17 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Several writes that stand or fall together (autocommit otherwise)."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
 
     def _next_id(self) -> int:
         return int(self.con.execute("SELECT nextval('row_ids')").fetchone()[0])

@@ -69,6 +69,7 @@ class ActionTarget(BaseModel):
     changes_config: bool = False  # applies a configuration change
     paths: list[str] = Field(default_factory=list)  # files it writes
     runs: list[str] = Field(default_factory=list)  # files it submits (a job script)
+    excludes: list[str] = Field(default_factory=list)  # hosts a retry is kept off
 
 
 class ToolPreview(BaseModel):
@@ -81,6 +82,9 @@ class ToolPreview(BaseModel):
 
 # the approval row the gate is executing under (set only by goodput_agent.approval.gate)
 GATE_APPROVAL: ContextVar[int | None] = ContextVar("goodput_gate_approval", default=None)
+# what the gate checked against the policy just before `run` (a tool that writes files
+# refuses when its target resolves elsewhere by the time it writes)
+GATE_TARGET: ContextVar[ActionTarget | None] = ContextVar("goodput_gate_target", default=None)
 
 
 class MutatingTool(Tool[In, Out]):
@@ -111,6 +115,21 @@ class MutatingTool(Tool[In, Out]):
 
     @abstractmethod
     def target(self, args: In) -> ActionTarget: ...
+
+    def live_check(self, ctx: ToolContext, args: In) -> list[str]:
+        """Reasons to refuse that only the cluster can tell (an argument the cluster reads
+        otherwise than the checks did); checked by the gate just before `run`."""
+        return []
+
+    def fingerprint(self, args: In) -> dict[str, str]:
+        """The state an approval is given on (a file's digest): execution refuses when it
+        changed since, so what runs is what the approver saw."""
+        return {}
+
+    def reconcile(self, ctx: ToolContext, args: In) -> bool | None:
+        """After a crash between start and result: did the change happen (True), not (False),
+        or can the cluster not tell (None)?"""
+        return None
 
 
 class ToolUnavailable(Exception):

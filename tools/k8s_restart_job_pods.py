@@ -7,7 +7,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.approval.kube import K8sName
-from goodput_agent.approval.kube_pods import delete_pods, delete_text, describe_dry_run, job_pods
+from goodput_agent.approval.kube_pods import (
+    delete_pods,
+    delete_text,
+    describe_dry_run,
+    foreign_pods,
+    job_pods,
+)
 from goodput_agent.approval.runner import ActionOutput
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
@@ -42,6 +48,13 @@ class K8sRestartJobPods(MutatingTool[RestartJobPodsInput, ActionOutput]):
 
     def target(self, args: RestartJobPodsInput) -> ActionTarget:
         return ActionTarget(namespace=args.namespace, job=args.job, retries=True)
+
+    def live_check(self, ctx: ToolContext, args: RestartJobPodsInput) -> list[str]:
+        foreign = foreign_pods(ctx, args.namespace, selector(args), args.job)
+        if not foreign:
+            return []
+        return [f"selector {selector(args)!r} matches {len(foreign)} pod(s) outside job "
+                f"{args.job}: {', '.join(foreign[:20])}{' …' if len(foreign) > 20 else ''}"]
 
     def run(self, ctx: ToolContext, args: RestartJobPodsInput) -> ActionOutput:
         return delete_pods(ctx, args.namespace, job_pods(ctx, args.namespace, selector(args)))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.slurm_args import JobId, ScontrolTool
-from goodput_agent.toolkit import ActionTarget
+from goodput_agent.approval.slurm_args import JobId, ScontrolTool, job_reason
+from goodput_agent.toolkit import ActionTarget, ToolContext
 
 
 class JobInput(BaseModel):
@@ -21,6 +21,10 @@ class SlurmHoldJob(ScontrolTool[JobInput]):
 
     def target(self, args: JobInput) -> ActionTarget:
         return ActionTarget(job=args.job)
+
+    def reconcile(self, ctx: ToolContext, args: JobInput) -> bool | None:
+        reason = job_reason(ctx, args.job)
+        return None if reason is None else "JobHeld" in reason
 
 
 TOOL = SlurmHoldJob()

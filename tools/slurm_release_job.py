@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.slurm_args import JobId, ScontrolTool
-from goodput_agent.toolkit import ActionTarget
+from goodput_agent.approval.slurm_args import JobId, ScontrolTool, job_reason
+from goodput_agent.toolkit import ActionTarget, ToolContext
 
 
 class JobInput(BaseModel):
@@ -22,6 +22,10 @@ class SlurmReleaseJob(ScontrolTool[JobInput]):
 
     def target(self, args: JobInput) -> ActionTarget:
         return ActionTarget(job=args.job)
+
+    def reconcile(self, ctx: ToolContext, args: JobInput) -> bool | None:
+        reason = job_reason(ctx, args.job)
+        return None if reason is None else "JobHeld" not in reason
 
 
 TOOL = SlurmReleaseJob()

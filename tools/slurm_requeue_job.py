@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.approval.runner import ActionOutput, command_line, run_all
-from goodput_agent.approval.slurm_args import JobId, NodeName
+from goodput_agent.approval.slurm_args import JobId, NodeName, all_hosts, slurm_hostnames
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 
@@ -23,7 +23,7 @@ def argvs(args: RequeueInput) -> list[list[str]]:
     steps = [["scontrol", "requeue", args.job]]
     if args.exclude:
         steps.append(["scontrol", "update", f"JobId={args.job}",
-                      f"ExcNodeList={','.join(args.exclude)}"])
+                      f"ExcNodeList={','.join(all_hosts(args.exclude))}"])
     steps.append(["scontrol", "update", f"JobId={args.job}", "StartTime=now"])
     return steps
 
@@ -40,7 +40,10 @@ class SlurmRequeueJob(MutatingTool[RequeueInput, ActionOutput]):
         return ToolPreview(command=command_line(*argvs(args)), notes=notes)
 
     def target(self, args: RequeueInput) -> ActionTarget:
-        return ActionTarget(job=args.job, retries=True)
+        return ActionTarget(job=args.job, retries=True, excludes=all_hosts(args.exclude))
+
+    def live_check(self, ctx: ToolContext, args: RequeueInput) -> list[str]:
+        return slurm_hostnames(ctx, args.exclude)
 
     def run(self, ctx: ToolContext, args: RequeueInput) -> ActionOutput:
         return run_all(ctx, *argvs(args))

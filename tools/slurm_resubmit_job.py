@@ -10,7 +10,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.slurm_args import JobId, NodeName, ScontrolTool
+from goodput_agent.approval.slurm_args import (
+    JobId,
+    NodeName,
+    ScontrolTool,
+    all_hosts,
+    slurm_hostnames,
+)
 from goodput_agent.toolkit import ActionTarget, ToolContext, ToolPreview
 
 
@@ -29,7 +35,7 @@ class SlurmResubmitJob(ScontrolTool[ResubmitInput]):
     def argv(self, args: ResubmitInput) -> list[str]:
         argv = ["sbatch", "--parsable"]
         if args.exclude:
-            argv.append(f"--exclude={','.join(args.exclude)}")
+            argv.append(f"--exclude={','.join(all_hosts(args.exclude))}")
         if args.chdir:
             argv.append(f"--chdir={args.chdir}")
         return [*argv, str(Path(args.script).resolve())]
@@ -42,7 +48,11 @@ class SlurmResubmitJob(ScontrolTool[ResubmitInput]):
         return p
 
     def target(self, args: ResubmitInput) -> ActionTarget:
-        return ActionTarget(job=args.job, retries=True, runs=[str(Path(args.script).resolve())])
+        return ActionTarget(job=args.job, retries=True, runs=[str(Path(args.script).resolve())],
+                            excludes=all_hosts(args.exclude))
+
+    def live_check(self, ctx: ToolContext, args: ResubmitInput) -> list[str]:
+        return slurm_hostnames(ctx, args.exclude)
 
 
 TOOL = SlurmResubmitJob()

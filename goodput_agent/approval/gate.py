@@ -19,7 +19,12 @@ import structlog
 from pydantic import BaseModel
 
 from goodput_agent.approval import store
-from goodput_agent.approval.gate_checks import live_reasons, now_or_utc, policy_reasons
+from goodput_agent.approval.gate_checks import (
+    Checked,
+    live_reasons,
+    now_or_utc,
+    policy_reasons,
+)
 from goodput_agent.approval.policy import Policy
 from goodput_agent.approval.store import (
     Approval,
@@ -30,9 +35,19 @@ from goodput_agent.approval.store import (
     evidence_binding,
 )
 from goodput_agent.ledger import Ledger
-from goodput_agent.toolkit import GATE_APPROVAL, MutatingTool, ToolContext
+from goodput_agent.toolkit import (
+    GATE_APPROVAL,
+    GATE_TARGET,
+    ActionTarget,
+    MutatingTool,
+    ToolContext,
+)
 
 log = structlog.get_logger(__name__)
+
+
+# an action in one of these states is never approved or executed again
+FINAL = ("executing", "executed", "failed", "verified", "rejected")
 
 
 class GateRefused(Exception):
@@ -72,7 +87,7 @@ class ActionPreview(BaseModel):
     expires_after_s: float
 
 
-def _refuse(ledger: Ledger, action: dict[str, Any], actor: str | None, reasons: list[str],
+def record_refusal(ledger: Ledger, action: dict[str, Any], actor: str | None, reasons: list[str],
             now: datetime, **detail: Any) -> GateRefused:
     reason = "; ".join(reasons)
     store.record_event(ledger, action, "refusal", actor=actor, now=now, reason=reason,
@@ -118,18 +133,19 @@ def approve_action(ledger: Ledger, action_id: int, approver: str, policy: Policy
     approver = approver.strip()
     reasons = [] if approver else ["an approval needs the approver's name"]
     state = action_status(ledger, action_id)
-    if state in ("executed", "failed", "verified", "rejected"):
+    if state in FINAL:
         reasons.append(f"action {action_id} is already {state}; propose it again to act again")
-    more, _, _ = policy_reasons(ledger, action, policy, approver or None)
+    more, tool, parsed = policy_reasons(ledger, action, policy, approver or None)
     reasons += more
     if reasons:
-        raise _refuse(ledger, action, approver or None, reasons, now, stage="approve")
+        raise record_refusal(ledger, action, approver or None, reasons, now, stage="approve")
     binding: EvidenceBinding = evidence_binding(ledger, action)
     return store.record_event(
         ledger, action, "approval", actor=approver, now=now, args_hash=args_hash(action["args"]),
         evidence_digest=binding.digest, expires_at=now + policy.approval.expires_after, ok=True,
         detail={"claims": [c.model_dump() for c in binding.claims], "policy": policy.source,
-                "args": action["args"]})
+                "args": action["args"],
+                "fingerprint": tool.fingerprint(parsed) if tool and parsed else {}})
 
 
 def reject_action(ledger: Ledger, action_id: int, approver: str, why: str) -> Rejection:
@@ -170,46 +186,80 @@ def _valid_approval(evs: list[store.Event], tool: str, a_hash: str, ev_digest: s
     return None, why[:1]
 
 
-def _under_approval(approval_id: int, tool: MutatingTool, ctx: ToolContext,
-                    args: BaseModel) -> Any:
-    token = GATE_APPROVAL.set(approval_id)  # in the worker thread that runs the tool
+def _under_approval(approval_id: int, checked: ActionTarget, tool: MutatingTool,
+                    ctx: ToolContext, args: BaseModel) -> Any:
+    # in the worker thread that runs the tool
+    tokens = GATE_APPROVAL.set(approval_id), GATE_TARGET.set(checked)
     try:
         return tool.run(ctx, args)
     finally:
-        GATE_APPROVAL.reset(token)
+        GATE_TARGET.reset(tokens[1])
+        GATE_APPROVAL.reset(tokens[0])
+
+
+def _execution_reasons(ledger: Ledger, action: dict[str, Any], run_args: dict[str, Any],
+                       ctx: ToolContext, policy: Policy, now: datetime
+                       ) -> tuple[list[str], store.Event | None, Checked]:
+    evs = store.events(ledger, action["id"])
+    state = store.status_of(evs)
+    if state in FINAL:
+        return [f"action {action['id']} is already {state}: an action executes once; "
+                "propose it again to act again"], None, ([], None, None)
+    binding = evidence_binding(ledger, action)
+    approval, reasons = _valid_approval(evs, action["tool"], args_hash(run_args),
+                                        binding.digest, now)
+    if any(e.kind == "rejection" for e in evs):
+        reasons.append("the action was rejected")
+    checked = policy_reasons(ledger, {**action, "args": run_args}, policy,
+                             approval.actor if approval else None)
+    reasons += checked[0]
+    tool, parsed = checked[1], checked[2]
+    if not reasons and tool is not None and parsed is not None:
+        reasons += changed_since_approval(approval, tool, parsed)
+        reasons += live_reasons(ledger, tool, parsed, ctx, policy, now)
+    return reasons, approval, checked
+
+
+def changed_since_approval(approval: store.Event | None, tool: MutatingTool,
+                           args: BaseModel) -> list[str]:
+    seen = (approval.detail or {}).get("fingerprint") if approval else None
+    now = tool.fingerprint(args)
+    if seen is None or seen == now:
+        return []
+    return [f"the target changed since approval {approval.id} ({path}: approved on "  # type: ignore[union-attr]
+            f"{seen.get(path, 'absent')}, now {digest}): approve the new state"
+            for path, digest in now.items() if seen.get(path) != digest] or \
+        ["the target changed since the approval"]
 
 
 def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Policy, *,
                    now: datetime | None = None, args: dict[str, Any] | None = None
                    ) -> Execution:
     """Run the action's tool if, and only if, a valid approval binds exactly this tool, these
-    arguments (default: the action's own) and the current evidence."""
+    arguments (default: the action's own) and the current evidence, and the action never
+    started executing before (approved -> executing -> executed|failed, once)."""
     now = now_or_utc(now)
     action = store.action_row(ledger, action_id)
     run_args = action["args"] if args is None else args
-    a_hash = args_hash(run_args)
-    binding = evidence_binding(ledger, action)
-    evs = store.events(ledger, action_id)
-    approval, reasons = _valid_approval(evs, action["tool"], a_hash, binding.digest, now)
-    if any(e.kind == "rejection" for e in evs):
-        reasons.append("the action was rejected")
-    static, tool, parsed = policy_reasons(ledger, {**action, "args": run_args}, policy,
-                                           approval.actor if approval else None)
-    reasons += static
-    if not reasons and tool is not None and parsed is not None:
-        reasons += live_reasons(ledger, tool, parsed, ctx, policy, now)
+    reasons, approval, (_, tool, parsed) = _execution_reasons(ledger, action, run_args, ctx,
+                                                             policy, now)
     if reasons or approval is None or tool is None or parsed is None:
-        raise _refuse(ledger, action, approval.actor if approval else None,
+        raise record_refusal(ledger, action, approval.actor if approval else None,
                       reasons or ["not executable"], now, stage="execute", args=run_args)
     target = tool.target(parsed)
-    store.record_event(ledger, action, "execution_started", actor=approval.actor, now=now,
-                       args_hash=a_hash, evidence_digest=binding.digest,
-                       approval_id=approval.id, detail={"args": run_args})
+    a_hash, digest = args_hash(run_args), approval.evidence_digest
+    try:
+        store.start_execution(ledger, action, approval.actor or "", approval.id, now,
+                              args_hash=a_hash, evidence_digest=digest,
+                              detail={"args": run_args, "target": target.model_dump()})
+    except store.AlreadyStarted as exc:
+        raise record_refusal(ledger, action, approval.actor, [str(exc)], now,
+                             stage="execute") from None
     output, error = None, None
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            output = pool.submit(_under_approval, approval.id, tool, ctx, parsed).result(
-                timeout=tool.timeout_s)
+            output = pool.submit(_under_approval, approval.id, target, tool, ctx, parsed
+                                 ).result(timeout=tool.timeout_s)
     except FutureTimeout:
         error = f"timed out after {tool.timeout_s:g} s"
     except Exception as exc:  # noqa: BLE001 - a failed execution is a recorded row
@@ -219,7 +269,7 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
     log.info("action_executed", action=action_id, tool=action["tool"], ok=ok, error=error)
     return store.record_event(
         ledger, action, "execution", actor=approval.actor, now=datetime.now(UTC),
-        args_hash=a_hash, evidence_digest=binding.digest, approval_id=approval.id, ok=ok,
+        args_hash=a_hash, evidence_digest=digest, approval_id=approval.id, ok=ok,
         reason=error, detail={"args": run_args, "target": target.model_dump(),
                               "output": result})
 

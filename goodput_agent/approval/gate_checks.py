@@ -53,13 +53,12 @@ def _contradiction(ledger: Ledger, inv_id: str) -> str | None:
     return None
 
 
-def _excluded(args: dict[str, Any]) -> set[str]:
-    return set(args.get("exclude") or [])  # enforced by the scheduler (avoid_nodes is not)
-
-
 def _isolated_nodes(ledger: Ledger, since: datetime | None = None) -> set[str]:
+    """Nodes drained or cordoned: by executions that succeeded, and by those that started and
+    never recorded a result (a crash mid-way: the change may have happened)."""
     out: set[str] = set()
-    for e in store.successful_executions(ledger, since):
+    for e in store.successful_executions(ledger, since) + \
+            store.unfinished_executions(ledger, since):
         if e.detail and e.detail.get("target", {}).get("isolates"):
             out.update(e.detail["target"].get("nodes") or [])
     return out
@@ -75,7 +74,8 @@ def _retry_reasons(ledger: Ledger, action: dict[str, Any], target: ActionTarget,
         if claim_node is None:
             return [f"retry rule: the job failed on a node fault ({cat}) but the node is not "
                     "known, so a retry may land on it again"]
-        if claim_node in _excluded(action["args"]) or claim_node in _isolated_nodes(ledger):
+        # target.excludes: hosts the scheduler keeps the retry off (avoid_nodes is not enforced)
+        if claim_node in target.excludes or claim_node in _isolated_nodes(ledger):
             return []
         return [f"retry rule: the job failed on a node fault ({cat}) on {claim_node}; the "
                 f"retry must exclude {claim_node} or follow its drain/cordon"]
@@ -171,9 +171,11 @@ def policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
         if claim["confidence"] < pre.min_claim_confidence:
             reasons.append(f"precondition: claim {claim['id']} has confidence "
                            f"{claim['confidence']:.2f} < {pre.min_claim_confidence:.2f}")
-        if pre.claim_names_target and target.nodes and claim["node"] not in target.nodes:
+        named = {c["node"] for c in claims if c["node"]}
+        unnamed = [n for n in target.nodes if n not in named]
+        if pre.claim_names_target and unnamed:  # each host acted on, not one of a list
             reasons.append(f"precondition: claim {claim['id']} names node {claim['node']}, "
-                           f"not {', '.join(target.nodes)}")
+                           f"not {', '.join(unnamed)}")
     contra = _contradiction(ledger, action["investigation_id"])
     if contra:
         reasons.append(contra)
@@ -189,10 +191,14 @@ def live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: ToolC
         what = {"slurm": "no Slurm cluster to act on (slurm.conf / scontrol)",
                 "kube": "no Kubernetes API to act on (kubeconfig)"}
         return [f"{tool.name}: " + "; ".join(what.get(m, m) for m in missing)]
+    try:
+        reasons = tool.live_check(ctx, args)
+    except Exception as exc:  # noqa: BLE001 - an unchecked argument is a refusal, not a crash
+        return [f"{tool.name}: cannot check the target with the cluster: "
+                f"{type(exc).__name__}: {exc}".splitlines()[0][:300]]
     target = tool.target(args)
     if not target.isolates:
-        return []
-    reasons = []
+        return reasons
     recent = _isolated_nodes(ledger, now - DAY)
     after = recent | set(target.nodes)
     cap = policy.limits.max_nodes_drained_per_day
@@ -201,13 +207,18 @@ def live_reasons(ledger: Ledger, tool: MutatingTool, args: BaseModel, ctx: ToolC
                        f"exceed the policy's {cap} ({', '.join(sorted(recent)) or 'none yet'})")
     partitions = getattr(tool, "partitions", None)
     scope = policy.tool(tool.name).scope.partitions
-    if partitions is None or (policy.limits.max_partition_fraction >= 1.0 and not scope):
-        return reasons  # nothing to check against the cluster
+    if partitions is None:
+        return reasons  # the tool's cluster lists no pools
     try:
         pools = partitions(ctx, args)  # (name, all nodes, nodes already out of service)
     except Exception as exc:  # noqa: BLE001 - an unchecked limit is a refusal, not a crash
         return [*reasons, f"blast radius cannot be checked: {type(exc).__name__}: {exc}"
                 .splitlines()[0][:300]]
+    known = {n for _, nodes, _ in pools for n in nodes}
+    unknown = [n for n in target.nodes if n not in known]
+    if unknown:
+        reasons.append(f"{', '.join(unknown)}: not a node of any partition the cluster lists, "
+                       "so no limit can be checked")
     for part in pools:
         name, nodes, out = part
         if scope and name not in scope:

@@ -50,6 +50,9 @@ class NodeSchedulable(MutatingTool[NodeInput, ActionOutput]):
         return [("cluster", [n.metadata.name for n in nodes],
                  [n.metadata.name for n in nodes if n.spec.unschedulable])]
 
+    def reconcile(self, ctx: ToolContext, args: NodeInput) -> bool | None:
+        return bool(core(ctx).read_node(args.node).spec.unschedulable) == self.unschedulable
+
     def run(self, ctx: ToolContext, args: NodeInput) -> ActionOutput:
         return api_result(ctx, self.command(args), lambda: core(ctx).patch_node(
             args.node, self.body(), _content_type=STRATEGIC))

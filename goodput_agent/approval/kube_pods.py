@@ -43,4 +43,19 @@ def job_pods(ctx: ToolContext, namespace: str, selector: str) -> list[str]:
     return sorted(p.metadata.name for p in items)
 
 
-__all__ = ["delete_pods", "delete_text", "describe_dry_run", "job_pods", "plain"]
+def _of_job(pod: Any, job: str) -> bool:
+    labels = pod.metadata.labels or {}
+    owners = pod.metadata.owner_references or []
+    return labels.get("job-name") == job or any(o.kind == "Job" and o.name == job
+                                                for o in owners)
+
+
+def foreign_pods(ctx: ToolContext, namespace: str, selector: str, job: str) -> list[str]:
+    """Pods a selector matches that belong to no pod of `job`: a selector wider than the job
+    would delete other workloads' pods under an approval given for this one."""
+    items = core(ctx).list_namespaced_pod(namespace, label_selector=selector).items
+    return sorted(p.metadata.name for p in items if not _of_job(p, job))
+
+
+__all__ = ["foreign_pods", "delete_pods", "delete_text", "describe_dry_run", "job_pods",
+           "plain"]

@@ -94,19 +94,50 @@ def evidence_binding(ledger: Ledger, action: dict[str, Any]) -> EvidenceBinding:
     return EvidenceBinding(claims=claims, digest=digest(body))
 
 
+def _insert_event(ledger: Ledger, action: dict[str, Any], kind: str, actor: str | None,
+                  at: datetime, **f: Any) -> int:
+    assert kind in KINDS, kind
+    row_id = ledger._next_id()
+    detail = f.get("detail")
+    ledger.con.execute(
+        "INSERT INTO action_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [row_id, action["id"], action["investigation_id"], kind, actor, at, action["tool"],
+         f.get("args_hash"), f.get("evidence_digest"), f.get("approval_id"),
+         f.get("expires_at"), f.get("ok"), f.get("reason"),
+         canonical_json(detail) if detail is not None else None])
+    return row_id
+
+
+class AlreadyStarted(Exception):
+    """The action's execution had already started (in this or another process)."""
+
+
+def start_execution(ledger: Ledger, action: dict[str, Any], actor: str, approval_id: int,
+                    now: datetime, **fields: Any) -> Event:
+    """approved -> executing, once: the action's run row (primary key: the action) and its
+    execution_started row (which spends the approval) in one transaction."""
+    import duckdb
+
+    try:
+        with ledger.transaction():
+            row_id = _insert_event(ledger, action, "execution_started", actor, now,
+                                   approval_id=approval_id, **fields)
+            ledger.con.execute("INSERT INTO action_runs VALUES (?, ?, ?, ?)",
+                               [action["id"], approval_id, row_id, now])
+    except duckdb.ConstraintException:
+        raise AlreadyStarted(f"action {action['id']} has already been executed once") from None
+    return events(ledger, action["id"], row_id=row_id)[0]
+
+
 def record_event(ledger: Ledger, action: dict[str, Any], kind: str, *, actor: str | None,
                  now: datetime | None = None, args_hash: str | None = None,
                  evidence_digest: str | None = None, approval_id: int | None = None,
                  expires_at: datetime | None = None, ok: bool | None = None,
                  reason: str | None = None, detail: dict[str, Any] | None = None) -> Event:
-    assert kind in KINDS, kind
-    row_id = ledger._next_id()
-    at = now or datetime.now(UTC)
-    ledger.con.execute(
-        "INSERT INTO action_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [row_id, action["id"], action["investigation_id"], kind, actor, at, action["tool"],
-         args_hash, evidence_digest, approval_id, expires_at, ok, reason,
-         canonical_json(detail) if detail is not None else None])
+    row_id = _insert_event(ledger, action, kind, actor, now or datetime.now(UTC),
+                           args_hash=args_hash, evidence_digest=evidence_digest,
+                           approval_id=approval_id, expires_at=expires_at, ok=ok, reason=reason,
+                           detail=detail)
     return events(ledger, action["id"], row_id=row_id)[0]
 
 
@@ -150,6 +181,19 @@ def status_of(evs: list[Event]) -> str:
 
 def used_approvals(evs: list[Event]) -> set[int]:
     return {e.approval_id for e in evs if e.kind == "execution_started" and e.approval_id}
+
+
+def unfinished_executions(ledger: Ledger, since: datetime | None = None) -> list[Event]:
+    """execution_started rows with no result row: running now, or cut off by a crash (the
+    change may have happened: they count against the blast radius until reconciled)."""
+    sql = ("SELECT * FROM action_events s WHERE kind = 'execution_started' AND NOT EXISTS "
+           "(SELECT 1 FROM action_events e WHERE e.action_id = s.action_id AND "
+           "e.kind = 'execution')")
+    params: list[Any] = []
+    if since is not None:
+        sql += " AND occurred_at >= ?"
+        params.append(since)
+    return [_event(r) for r in ledger.rows(sql + " ORDER BY id", params)]
 
 
 def successful_executions(ledger: Ledger, since: datetime | None = None) -> list[Event]:

@@ -151,6 +151,29 @@ def render_preview(p: Any, console: Console) -> None:
             console.print(f"[red]policy: {markup(r)}[/]")
 
 
+def _approve_and_run(lg: Any, p: Any, approver: str, policy: Any, ctx: Any, yes: bool,
+                     result: dict[str, Any]) -> Any:
+    """The execution row: an action cut off by a crash gets its result from the cluster (it is
+    never run again); otherwise confirm, approve, then execute through the gate."""
+    from goodput_agent.approval.gate import approve_action, execute_action
+
+    if p.status == "executing":
+        from goodput_agent.approval.reconcile import reconcile_action
+
+        execution = reconcile_action(lg, p.action_id, ctx)
+    else:
+        if not p.allowed:  # records the refusal row and raises
+            approve_action(lg, p.action_id, approver, policy)
+        if not yes and not click.confirm(f"Approve and run this as {approver}?",
+                                         default=False, err=True):
+            raise BadInput("not confirmed: nothing approved, nothing ran")
+        approval = approve_action(lg, p.action_id, approver, policy)
+        result["approval"] = approval.model_dump(mode="json")
+        execution = execute_action(lg, p.action_id, ctx, policy)
+    result["execution"] = execution.model_dump(mode="json")
+    return execution
+
+
 @click.command("approve")
 @click.argument("action_id", type=int)
 @click.option("--as", "approver", required=True, help="Who approves (a name the policy lists).")
@@ -165,12 +188,7 @@ def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | Non
     """Show the exact preview of an action, ask to confirm, approve it and execute it through
     the gate. Refused (exit 2, with a ledger row) whenever the policy or the approval says no."""
     from goodput_agent.approval import store
-    from goodput_agent.approval.gate import (
-        GateRefused,
-        approve_action,
-        execute_action,
-        preview_action,
-    )
+    from goodput_agent.approval.gate import GateRefused, preview_action
     from goodput_agent.ledger import open_ledger
 
     policy = _policy(policy_path)
@@ -182,15 +200,7 @@ def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | Non
         render_preview(p, console)
         result: dict[str, Any] = {"preview": p.model_dump(mode="json")}
         try:
-            if not p.allowed:  # records the refusal row and raises
-                approve_action(lg, action_id, approver, policy)
-            if not yes and not click.confirm(f"Approve and run this as {approver}?",
-                                             default=False, err=True):
-                raise BadInput("not confirmed: nothing approved, nothing ran")
-            approval = approve_action(lg, action_id, approver, policy)
-            result["approval"] = approval.model_dump(mode="json")
-            execution = execute_action(lg, action_id, ctx, policy)
-            result["execution"] = execution.model_dump(mode="json")
+            execution = _approve_and_run(lg, p, approver, policy, ctx, yes, result)
         except GateRefused as exc:
             result["refused"] = exc.reason
             if as_json:

@@ -90,3 +90,21 @@ def expand_nodelist(text: str | None, limit: int = MAX_HOSTS) -> list[str]:
             if len(hosts) >= limit:
                 return hosts
     return hosts
+
+
+def expand_exactly(text: str, limit: int) -> list[str]:
+    """Every host a hostlist names, or ValueError: for an argument a mutating tool will act on,
+    an item that cannot be expanded or a list longer than `limit` is refused, never passed on
+    as one opaque name (it would count as one node against a blast-radius limit)."""
+    hosts: list[str] = []
+    for item in split_top_level(text):
+        names = _expand_item(item, limit + 1)
+        if any("[" in n or "]" in n for n in names):
+            raise ValueError(f"cannot expand the host list {item!r} (malformed, or over "
+                             f"{limit} hosts)")
+        hosts.extend(n for n in names if n not in hosts)
+        if len(hosts) > limit:
+            raise ValueError(f"{text!r} names more than {limit} hosts")
+    if not hosts:
+        raise ValueError("no host named")
+    return hosts

@@ -82,9 +82,16 @@ class Recorder:
         return ToolContext(slurm=self, kube=self)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`run` recorded; `live_check` and `partitions` (which ask the cluster) have no
+        cluster to ask here: nothing to object to, and every node in one pool. The tests
+        against real Slurm and the API fixture server check them."""
         for tool in registry().values():
             if isinstance(tool, MutatingTool):
                 monkeypatch.setattr(type(tool), "run", self._runner(tool.name))
+                monkeypatch.setattr(type(tool), "live_check", lambda _self, ctx, args: [])
+                if hasattr(tool, "partitions"):  # one pool holding every node it is asked of
+                    monkeypatch.setattr(type(tool), "partitions", lambda _self, ctx, args: [
+                        ("fixture-pool", _self.target(args).nodes, [])])
 
     def _runner(self, name: str):  # noqa: ANN202
         def run(_self: MutatingTool, ctx: object, args: Any) -> ActionOutput:

@@ -60,7 +60,7 @@ def test_refused_without_approval_wrong_hash_expired_and_twice(
     done = execute_action(ledger, aid, ctx, policy, now=T0 + timedelta(minutes=2))
     assert done.ok and recorder.calls == [(tool, recorder.calls[0][1])]
     assert action_status(ledger, aid) == "executed"
-    with pytest.raises(GateRefused, match="already used"):
+    with pytest.raises(GateRefused, match="already executed: an action executes once"):
         execute_action(ledger, aid, ctx, policy, now=T0 + timedelta(minutes=3))
     assert len(recorder.calls) == 1
     kinds = _kinds(ledger, aid)

@@ -126,14 +126,24 @@ def test_delete_pod_preview_names_the_controller(kube, ledger, policy) -> None: 
     assert _mutations(srv) == []
 
 
-def test_an_api_error_is_a_failed_execution_row(kube, ledger, policy) -> None:  # noqa: ANN001
-    _, ctx = kube
+def test_an_unknown_node_is_refused_before_any_call(kube, ledger, policy) -> None:  # noqa: ANN001
+    srv, ctx = kube
     _, ids = make_investigation(ledger, "gpu_hardware",
                                 {"k8s_cordon_node": {"node": "gpu-node-99"}}, node="gpu-node-99")
-    aid = ids["k8s_cordon_node"]
+    approve_action(ledger, ids["k8s_cordon_node"], "alice", policy)
+    with pytest.raises(GateRefused, match="gpu-node-99: not a node of any partition"):
+        execute_action(ledger, ids["k8s_cordon_node"], ctx, policy)
+    assert _mutations(srv) == []
+
+
+def test_an_api_error_is_a_failed_execution_row(kube, ledger, policy) -> None:  # noqa: ANN001
+    _, ctx = kube
+    _, ids = make_investigation(ledger, "time_limit",
+                                {"k8s_delete_pod": {"namespace": "train", "pod": "trainer-99"}})
+    aid = ids["k8s_delete_pod"]
     approve_action(ledger, aid, "alice", policy)
     done = execute_action(ledger, aid, ctx, policy)
-    assert not done.ok and done.detail["output"]["response"]["status"] == 404
+    assert not done.ok and done.detail["output"]["response"][0]["status"] == 404
 
 
 def test_cli_policy_check_and_actions_listing(tmp_path: Path, ledger) -> None:  # noqa: ANN001

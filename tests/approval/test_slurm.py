@@ -73,7 +73,7 @@ def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # 
         sinfo_r = slurm_cluster.run("sinfo", "-R", "-h", "-o", "%E|%N")
         assert f"{reason}|{NODE}" in sinfo_r.splitlines(), sinfo_r
         assert not up()
-        with pytest.raises(GateRefused, match="already used"):
+        with pytest.raises(GateRefused, match="already executed"):
             execute_action(ledger, aid, ctx, slurm_policy)
         assert action_status(ledger, aid) == "executed"
         # and back into service through the gate as well
