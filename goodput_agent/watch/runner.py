@@ -197,7 +197,7 @@ class Watch:
 
     def run(self, once: bool = False) -> RunSummary:
         """Until stopped; `once`: one poll of each source, then the queue drained (no hold)."""
-        recovered = self.store.recover()
+        recovered = self.store.recover(self.options.max_attempts)
         if recovered:
             log.warning("watch: %d investigations interrupted by the last stop run again",
                         recovered)

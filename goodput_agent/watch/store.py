@@ -126,20 +126,27 @@ class WatchStore:
 
     # --- the queue ---------------------------------------------------------------------
 
-    def recover(self) -> int:
+    def recover(self, max_attempts: int) -> int:
         """At start: a trigger left `running` by a process that died. Its last run concluded
         (killed between the conclusion and the status update): done with that investigation;
-        otherwise queued again (the half-written investigation stays `interrupted`)."""
+        one that has had its `max_attempts` (each start counts, so a trigger that kills the
+        process every time is one): failed, parked with the reason; otherwise queued again
+        (the half-written investigation stays `interrupted`)."""
         with self.lock:
             rows = self.con.execute(
-                "SELECT key FROM watch_triggers WHERE status = ?", [RUNNING]).fetchall()
-            for (key,) in rows:
+                "SELECT key, attempts FROM watch_triggers WHERE status = ?",
+                [RUNNING]).fetchall()
+            for key, attempts in rows:
                 concluded = self.con.execute(
                     "SELECT r.investigation_id FROM watch_runs r JOIN conclusions c "
                     "ON c.investigation_id = r.investigation_id WHERE r.trigger_key = ? "
                     "ORDER BY r.started_at DESC LIMIT 1", [key]).fetchone()
                 if concluded:
                     self._set(key, DONE, investigation_id=concluded[0])
+                elif attempts >= max_attempts:
+                    self._set(key, FAILED, error=f"parked: the process died during each of its "
+                                                 f"{attempts} attempts (max_attempts "
+                                                 f"{max_attempts}); investigate it by hand")
                 else:
                     self._set(key, QUEUED)
         return len(rows)

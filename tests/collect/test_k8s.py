@@ -19,7 +19,7 @@ from goodput_agent.sources.errors import NotFound
 from goodput_agent.sources.k8s import K8sSource
 from tests.servers.debian import free_port
 from tests.servers.kube_api import FixtureCluster, running_kube_api, write_kubeconfig
-from tests.servers.kube_fixtures import HF_TOKEN, serving_cluster
+from tests.servers.kube_fixtures import HF_TOKEN, SHAPED_SECRETS, serving_cluster
 
 CASES = Path(__file__).resolve().parents[2] / "evals" / "cases"
 NOW = datetime(2026, 3, 2, 9, 40, tzinfo=UTC)  # the fixture cluster's present
@@ -88,6 +88,7 @@ def test_deployment_pod_restarted_after_oom(tmp_path):
     assert "refused, exiting" in (bundle / f"logs/previous/{pod}_proxy.log").read_text()
     text = (bundle / "k8s/pods.json").read_text()
     assert HF_TOKEN not in text and '"VLLM_PORT"' in text  # the secret env value redacted
+    assert not [v for v in SHAPED_SECRETS.values() if v in text]
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["errors"] == []
     assert [f["redacted"] for f in manifest["files"] if f["path"] == "k8s/pods.json"] == [True]

@@ -16,6 +16,9 @@ from tests.servers.kube_api import FixtureCluster
 
 JOB_UID = "5f0c3a52-9f1e-4a57-8d1b-2f6a1c0e7b11"
 HF_TOKEN = "hf_fixtureSecretValue0123456789abcdef"  # a secret in a pod's env: never in a bundle
+# secrets whose variable names say nothing: masked by their value's shape
+SHAPED_SECRETS = {"SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0FIX/B0FIX/zz9fixture",
+                  "WANDB_KEY": "3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"}
 
 
 def _pod(name: str, ns: str, labels: dict[str, str], node: str, containers: list[str],
@@ -91,7 +94,8 @@ def serving_cluster() -> FixtureCluster:
                 ["vllm", "proxy"], [oom, proxy],
                 ("apps/v1", "ReplicaSet", "vllm-6d4f9c7b8"))
     vllm["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": HF_TOKEN},
-                                            {"name": "VLLM_PORT", "value": "8000"}]
+                                            {"name": "VLLM_PORT", "value": "8000"}] + [
+        {"name": k, "value": v} for k, v in SHAPED_SECRETS.items()]
     c.add(vllm)
     c.add(_pod("other-0", "serving", {"app": "other"}, "gpu-node-07", ["main"],
                [_running("main")]))

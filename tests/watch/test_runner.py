@@ -106,10 +106,28 @@ def test_recover_requeues_running_and_keeps_concluded(tmp_path: Path) -> None:
     inv_b = ledger.start_investigation("q", "failure", "2", "test", "0")  # concluded, then killed
     store.link_run(b.key, 1, inv_b)
     ledger.record_conclusion(inv_b, "application_error", 0.5, 0, "{}")
-    assert store.recover() == 2
+    assert store.recover(max_attempts=3) == 2
     rows = {r["key"]: r for r in ledger.rows("SELECT * FROM watch_triggers")}
     assert rows[a.key]["status"] == "queued"
     assert rows[b.key]["status"] == "done" and rows[b.key]["investigation_id"] == inv_b
+
+
+def test_a_trigger_that_kills_the_process_every_time_is_parked(tmp_path: Path) -> None:
+    """Each start counts: claimed, then the process dies (the trigger stays running), then
+    the next start recovers it. Before the fix it was requeued forever (16 attempts seen
+    with a maximum of 3)."""
+    ledger = Ledger(tmp_path / "ledger.duckdb")
+    store = WatchStore(ledger)
+    poison = job_trigger(1)
+    store.enqueue("slurm", [poison], "1")
+    starts = 0
+    while store.claim(poison.key) is not None:  # a start that crashes the process
+        starts += 1
+        assert starts <= 3, "requeued past max_attempts"
+        store.recover(max_attempts=3)  # the restart
+    row = ledger.rows("SELECT status, attempts, error FROM watch_triggers")[0]
+    assert starts == 3 and row["status"] == "failed" and row["attempts"] == 3
+    assert "parked: the process died during each of its 3 attempts" in row["error"]
 
 
 def test_stop_lets_running_investigations_finish(tmp_path: Path) -> None:
