@@ -21,12 +21,14 @@ from pydantic import BaseModel, Field
 from goodput_agent.collect.base import MANIFEST_NAME, read_manifest
 from goodput_agent.errors import BadInput
 from goodput_agent.incident import IncidentSpec, load_incident
+from goodput_agent.limits import limits
 from goodput_agent.parallel import LocalRunner, Runner
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_head, strip_ansi
 from goodput_agent.parsing.registry import identify, parsers
 from goodput_agent.parsing.timefmt import ClockPolicy
+from goodput_agent.unpack import unpack
 
 INCIDENT_NAMES = ("incident.yaml", "incident.yml")
 _YEAR = re.compile(rb"\b(20\d\d)-[01]\d-[0-3]\d")
@@ -202,11 +204,13 @@ def open_bundle(path: Path, ignore: tuple[str, ...] = ()) -> Bundle:
             raise BadInput(f"{path}: not a bundle (expected a directory or a .tar.gz of one)")
         cleanup = Path(tempfile.mkdtemp(prefix="goodput-bundle-"))
         try:
-            with tarfile.open(path) as tar:
-                tar.extractall(cleanup, filter="data")
+            unpack(path, cleanup, limits())
         except (tarfile.TarError, OSError, EOFError) as exc:
             shutil.rmtree(cleanup, ignore_errors=True)
-            raise BadInput(f"{path}: cannot unpack: {exc}") from None
+            raise BadInput(f"{path}: cannot unpack: {exc}".splitlines()[0]) from None
+        except BadInput:
+            shutil.rmtree(cleanup, ignore_errors=True)
+            raise
         entries = [p for p in cleanup.iterdir()]
         root = entries[0] if len(entries) == 1 and entries[0].is_dir() else cleanup
     else:
@@ -246,14 +250,19 @@ class _Identified(BaseModel):
     year: int | None = None
 
 
-def _walk(root: Path, unreadable: list[str]) -> list[Path]:
+def _walk(root: Path, unreadable: list[str], cap: int) -> list[Path]:
     """Every entry that is not a directory (symlinks, fifos and devices included, so that they
-    are listed), noting folders that cannot be read."""
+    are listed), noting folders that cannot be read; BadInput past `cap` entries, as soon as
+    it is passed (a bundle of a million files is refused, not read)."""
     out: list[Path] = []
     for folder, dirs, files in os.walk(root, onerror=lambda e: unreadable.append(e.filename)):
         base = Path(folder)
         out.extend(base / f for f in files)
         out.extend(base / d for d in dirs if (base / d).is_symlink())
+        if len(out) > cap:
+            raise BadInput(f"{root}: more than {cap:,} files (the limit: set "
+                           "GOODPUT_MAX_BUNDLE_FILES to raise it, or point at the part of the "
+                           "folder that holds the incident)")
     return out
 
 
@@ -293,7 +302,7 @@ def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
     """Identify every file; `ignore` names root-level files that are not evidence (answer keys)."""
     inv = Inventory(root=str(root))
     unreadable: list[str] = []
-    all_files = sorted(p for p in _walk(root, unreadable)
+    all_files = sorted(p for p in _walk(root, unreadable, limits().bundle_files)
                        if p.relative_to(root).as_posix() not in ignore)
     inv.unread.extend(Unread(path=str(Path(d).relative_to(root)), reason="cannot read folder")
                       for d in unreadable)

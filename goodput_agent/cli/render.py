@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -99,7 +100,7 @@ def render_report(report: Report, console: Console) -> None:
                       "yes" if a.mutating else "no", markup(a.rationale))
         console.print(t)
     notes = [*(f"unknown: {u}" for u in report.unknowns),
-             *(f"unread: {p} ({r})" for p, r in report.unread_reasons.items())]
+             *unread_notes(report.unread_reasons)]
     if report.clock:
         notes += [f"clock: {a}" for a in report.clock.assumptions]
     if report.pictures:
@@ -107,6 +108,25 @@ def render_report(report: Report, console: Console) -> None:
     if notes:
         console.print(Panel("\n".join(markup(n, newlines=False) for n in notes), title="Notes",
                             style="dim"))
+
+
+UNREAD_SHOWN = 20  # unread files listed by name; the rest are counted by reason
+
+
+def unread_notes(unread: dict[str, str]) -> list[str]:
+    """The first unread files by name, then every reason with its count when there are more
+    (a bundle of 100,000 unread files is a dozen lines, not 100,000)."""
+    items = list(unread.items())
+    notes = [f"unread: {p} ({r})" for p, r in items[:UNREAD_SHOWN]]
+    if len(items) > UNREAD_SHOWN:
+        rest = Counter(r for _, r in items[UNREAD_SHOWN:])
+        notes.append(f"unread: {len(items) - UNREAD_SHOWN:,} more files not listed (--json lists "
+                     "every one), by reason:")
+        notes += [f"  {n:,} × {r}" for r, n in rest.most_common(10)]
+        if len(rest) > 10:
+            notes.append(f"  {sum(n for _, n in rest.most_common()[10:]):,} × "
+                         f"{len(rest) - 10} other reasons")
+    return notes
 
 
 def render_breakdown(b: Breakdown, console: Console) -> None:

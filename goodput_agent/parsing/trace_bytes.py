@@ -23,11 +23,17 @@ class Fallback(Exception):
 # bytes in: plain or gzip (by magic number), decompressed block by block
 
 
-class Source:
-    """Decompressed blocks of a file; stops (returns b"") at a gzip error and records it."""
+class TooBig(Exception):
+    """The trace decompresses past the byte limit: refused before memory follows."""
 
-    def __init__(self, fh: BinaryIO):
+
+class Source:
+    """Decompressed blocks of a file; stops (returns b"") at a gzip error and records it;
+    TooBig past `cap` decompressed bytes."""
+
+    def __init__(self, fh: BinaryIO, cap: int | None = None):
         self._fh = fh
+        self.cap = cap
         self.problem: str | None = None
         self.offset = 0  # decompressed bytes handed out so far
         magic = fh.read(2)
@@ -41,6 +47,8 @@ class Source:
             return b""
         block = self._gz_block() if self._gz else self._plain_block()
         self.offset += len(block)
+        if self.cap is not None and self.offset > self.cap:
+            raise TooBig(self.offset)
         return block
 
     def _plain_block(self) -> bytes:

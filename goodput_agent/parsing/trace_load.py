@@ -40,12 +40,14 @@ from typing import Any
 import ijson
 import orjson
 
+from goodput_agent.limits import human, limits
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.trace_bytes import (
     BOUNDARY,
     PIECE_BYTES,
     Fallback,
     Source,
+    TooBig,
     exact_scan,
     split_head,
     start_problem,
@@ -274,23 +276,31 @@ def load_trace(path: Path, rel_path: str | None = None, node_hint: str | None = 
 
     `fast=False` skips the chunked orjson path and reads with ijson only (same result)."""
     name = rel_path or str(path)
+    cap = limits().trace_bytes
     collecting = gc.isenabled()
     gc.disable()  # millions of short-lived acyclic dicts: cyclic collection would double the time
     try:
         with path.open("rb") as fh:
+            if path.stat().st_size > cap:  # decompressed, it is bigger still
+                raise TooBig(path.stat().st_size)
             sink = Collector()
             try:
                 if not fast:
                     raise Fallback
-                top, problem = _read_fast(Source(fh), sink)
+                top, problem = _read_fast(Source(fh, cap), sink)
             except Fallback:
                 sink = Collector()
 
                 def reopen() -> Source:
                     fh.seek(0)
-                    return Source(fh)
+                    return Source(fh, cap)
 
                 top, problem = _read_ijson(reopen, sink)
+    except TooBig:
+        raise TraceProblem(
+            f"{name}: larger than the {human(cap)} a trace may decompress to (it would take "
+            "about 2.7 times that in memory): set GOODPUT_MAX_TRACE_BYTES to raise the limit, "
+            "or profile fewer steps") from None
     except _Problem as exc:
         raise TraceProblem(f"{name}: {exc}") from None
     except OSError as exc:
