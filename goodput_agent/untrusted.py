@@ -56,10 +56,31 @@ def rich_text(text: object, style: str = "", *, newlines: bool = True) -> Text:
     return Text(visible(text, newlines=newlines), style=style)
 
 
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
+_SHORT = {"b": 0x08, "f": 0x0C, "r": 0x0D}
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    code = int(m.group(1), 16) if m.group(1) else _SHORT.get(m.group(2), -1)
+    if code < 0 or not _LINE.match(chr(code)) or chr(code) in "\n\t":
+        return m.group()  # \\, \", \n, \t, a printable \u escape: as they are
+    return "\\" + _escape_char(re.match(".", chr(code), re.S))  # type: ignore[arg-type]
+
+
 def json_text(document: str) -> str:
-    """A JSON document for a terminal: C1 controls, DEL and bidi characters (which serializers
-    leave raw in strings) as \\u escapes, so the document parses to the same value."""
-    return _JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+    """A JSON document for a terminal or a pipe: every control character inside a string
+    (an escape such as \\u001b or \\r, or a raw C1, DEL or bidi character, which serializers
+    leave raw) becomes its visible escape as text (`\\x1b`), as on the terminal: `jq -r`
+    then prints `\\x1b`, never ESC. Newlines and tabs stay."""
+    document = _JSON_ESCAPE.sub(_json_escape, document)
+    return _JSON.sub(lambda m: "\\" + _escape_char(m), document)
+
+
+def json_dumps(data: Any, **kwargs: Any) -> str:
+    """json.dumps for output a person may pipe: indented, dates as text, controls visible."""
+    import json
+
+    return json_text(json.dumps(data, indent=2, default=str, **kwargs))
 
 
 def html(value: Any) -> Any:  # noqa: ANN401 - whatever a template prints

@@ -61,6 +61,9 @@ source_options: list[Callable[[Any], Any]] = [
                       "deploy/prometheus/); latency alerts are investigated against it."),
     click.option("--alertmanager-listen", default=None, metavar="HOST:PORT",
                  help="Receive Alertmanager webhooks here (path /alertmanager)."),
+    click.option("--alertmanager-token-file", type=click.Path(path_type=Path), default=None,
+                 metavar="FILE", help="Require this bearer token on webhooks (Alertmanager: "
+                 "http_config.authorization.credentials_file)."),
     click.option("--since", "since_text", default=None, metavar="WHEN",
                  help="Where the first poll starts: 2h (that long ago) or an ISO time "
                       "(default: now). A restart resumes from the stored cursor instead."),
@@ -81,6 +84,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
         kubeconfig=flags.pop("kubeconfig"), kube_context=flags.pop("kube_context"),
         in_cluster=flags.pop("in_cluster"), prometheus_url=flags.pop("prometheus_url"),
         alertmanager_listen=flags.pop("alertmanager_listen"),
+        alertmanager_token_file=flags.pop("alertmanager_token_file"),
         since=looking_back(since_text).start if since_text else None,
         slurm_filters=SlurmFilters(
             partitions=list(flags.pop("partitions")), accounts=list(flags.pop("accounts")),

@@ -26,7 +26,9 @@ where goodput connects.
 
 from __future__ import annotations
 
+import hmac
 import json
+import re
 import threading
 from collections import OrderedDict
 from datetime import datetime
@@ -45,6 +47,9 @@ log = structlog.get_logger(__name__)
 MAX_BODY = 1024 * 1024
 DRAIN_LIMIT = 16 * MAX_BODY  # beyond this an oversized body is not read, just refused
 REMEMBERED_KEYS = 10_000
+MAX_DEPTH = 16  # the payload nests 4 deep; deeper is refused before the JSON parser sees it
+MAX_ALERTS = 1_000  # Alertmanager's own max_alerts default is 0 (all); a group rarely has more
+READ_TIMEOUT_S = 10.0  # a client that stops sending mid-request is dropped
 
 
 class WebhookAlert(BaseModel):
@@ -68,11 +73,29 @@ class BadPayload(ValueError):
     """A request the receiver refuses (400), with its one-line reason."""
 
 
+def nesting_depth(body: bytes) -> int:
+    """The deepest bracket nesting of a JSON text, strings skipped (no recursion)."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(body):
+        tok = m.group()
+        if tok in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif tok in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+
+
 def payload_triggers(body: bytes, prometheus_url: str = "") -> list[Trigger]:
     """The triggers of one webhook body (firing alerts only); BadPayload if it is not one."""
+    if nesting_depth(body) > MAX_DEPTH:
+        raise BadPayload(f"the body nests deeper than {MAX_DEPTH} levels: not a webhook payload")
     try:
         doc = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BadPayload("the body is not JSON") from None
     try:
         payload = WebhookPayload.model_validate(doc)
@@ -83,6 +106,9 @@ def payload_triggers(body: bytes, prometheus_url: str = "") -> list[Trigger]:
                          f"{first.get('msg')}") from None
     if payload.version != "4":
         raise BadPayload(f"webhook payload version {payload.version[:20]!r}, expected '4'")
+    if len(payload.alerts) > MAX_ALERTS:
+        raise BadPayload(f"{len(payload.alerts)} alerts in one notification, over {MAX_ALERTS} "
+                         "(set max_alerts in the webhook config)")
     out: dict[str, Trigger] = {}
     for item in payload.alerts:
         if item.status != "firing":
@@ -100,8 +126,13 @@ class AlertmanagerReceiver:
     takes a free port (read `.port` after start)."""
 
     def __init__(self, host: str, port: int, sink: TriggerSink, *, prometheus_url: str = "",
-                 path: str = "/alertmanager"):
+                 path: str = "/alertmanager", token: str | None = None,
+                 read_timeout_s: float = READ_TIMEOUT_S):
         self.host, self.port, self.sink = host, port, sink
+        self.read_timeout_s = read_timeout_s
+        # Alertmanager sends it as `Authorization: Bearer <token>` (http_config.authorization
+        # with credentials_file); without one, whoever reaches the port can queue incidents
+        self.token = token
         self.prometheus_url = prometheus_url
         self.path = path
         self.accepted: OrderedDict[str, None] = OrderedDict()  # keys the sink took, recent
@@ -116,20 +147,32 @@ class AlertmanagerReceiver:
         return f"http://{self.host}:{self.port}{self.path}"
 
     def start(self) -> None:
-        handler = type("Handler", (_Handler,), {"receiver": self})
+        handler = type("Handler", (_Handler,), {"receiver": self,
+                                                "timeout": self.read_timeout_s})
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
                                         name="alertmanager-receiver")
         self._thread.start()
-        log.info("alertmanager.listening", url=self.url)
+        log.info("alertmanager.listening", url=self.url, authenticated=self.token is not None)
+        if self.token is None and self.host not in ("127.0.0.1", "::1", "localhost"):
+            log.warning("alertmanager.unauthenticated", url=self.url,
+                        hint="anyone who reaches this port can queue investigations: give "
+                             "--alertmanager-token-file and a NetworkPolicy")
 
     def stop(self) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def authorized(self, header: str | None) -> bool:
+        if self.token is None:
+            return True
+        scheme, _, given = (header or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
+                                                                  self.token.encode())
 
     def receive(self, body: bytes) -> int:
         """Handle one POST body; the HTTP status to answer (BadPayload: the caller's 400)."""
@@ -154,10 +197,15 @@ class AlertmanagerReceiver:
 class _Handler(BaseHTTPRequestHandler):
     receiver: AlertmanagerReceiver
     protocol_version = "HTTP/1.1"
+    timeout: float | None = READ_TIMEOUT_S  # socket timeout: a stalled sender is cut off
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         if self.path.split("?", 1)[0].rstrip("/") not in (self.receiver.path.rstrip("/"), ""):
             self._answer(404, "not found: POST to " + self.receiver.path)
+            return
+        if not self.receiver.authorized(self.headers.get("Authorization")):
+            self.close_connection = True
+            self._answer(401, "a valid bearer token is required (--alertmanager-token-file)")
             return
         try:
             length = int(self.headers.get("Content-Length") or "")

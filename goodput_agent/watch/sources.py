@@ -33,6 +33,7 @@ class SourceOptions(BaseModel):
     in_cluster: bool | None = None
     prometheus_url: str | None = None  # poll its firing alerts; also what latency alerts ask
     alertmanager_listen: str | None = None  # HOST:PORT of the webhook receiver
+    alertmanager_token_file: Path | None = None  # the bearer token the receiver requires
     since: datetime | None = None  # the first poll starts here (default: now)
     timeout_s: float = 30.0
 
@@ -71,6 +72,18 @@ def listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def read_token(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the token: {exc.strerror}") from None
+    if len(token) < 16:
+        raise BadInput(f"{path}: the token is shorter than 16 characters")
+    return token
+
+
 def build_sources(options: SourceOptions) -> list[WatchSource]:
     sources: list[WatchSource] = []
     if options.slurm:
@@ -97,6 +110,7 @@ def start_receivers(options: SourceOptions, sink: Callable[[str], TriggerSink]
 
     host, port = listen_address(options.alertmanager_listen)
     receiver = AlertmanagerReceiver(host, port, sink("alertmanager"),
-                                    prometheus_url=options.prometheus_url or "")
+                                    prometheus_url=options.prometheus_url or "",
+                                    token=read_token(options.alertmanager_token_file))
     receiver.start()
     return [receiver.stop]

@@ -378,10 +378,18 @@ class Attributes:
     name: str | None
 
 
+def role_rules(role: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
+    """A Role's rules as this server applies them: only to requests in `namespace` (what a
+    RoleBinding there grants; a ClusterRole's rules are passed as they are)."""
+    return [{**r, "_namespace": namespace} for r in role["rules"]]
+
+
 def _rule_allows(rule: dict[str, Any], a: Attributes) -> bool:
     def has(values: Any, want: str) -> bool:
         return isinstance(values, list) and ("*" in values or want in values)
 
+    if "_namespace" in rule and a.namespace != rule["_namespace"]:
+        return False  # a Role grants nothing cluster-wide nor in another namespace
     if not has(rule.get("verbs"), a.verb) or not has(rule.get("apiGroups"), a.group):
         return False
     if not has(rule.get("resources"), a.resource):

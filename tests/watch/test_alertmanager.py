@@ -155,3 +155,56 @@ def test_alerts_without_the_label_map_by_what_they_name():
     assert by_model.collect["window_start"] == (at - timedelta(minutes=10)).isoformat()
     assert by_host is not None and (by_host.question, by_host.nodes) == ("node", ["10.0.0.7"])
     assert nothing is None
+
+
+def test_deep_nesting_is_a_one_line_400_not_a_recursion_error():
+    sink = Sink()
+    with receiver(sink) as r:
+        for body in (b"[" * 100_000 + b"]" * 100_000, b'{"version": "4", "alerts": ' +
+                     b"[" * 50 + b"]" * 50 + b"}"):
+            code, text = post(r.url, body)
+            assert code == 400 and "nests deeper than" in text and text.count("\n") == 1
+        assert post(r.url, payload(alert(XID, "2026-12-04T05:00:00Z")))[0] == 200
+    assert len(sink.got) == 1
+
+
+def test_a_token_is_required_when_one_is_configured():
+    sink = Sink()
+    token = "s3cret-token-for-the-receiver"
+    r = AlertmanagerReceiver("127.0.0.1", 0, sink, prometheus_url=PROM, token=token)
+    r.start()
+    try:
+        body = payload(alert(XID, "2026-12-04T05:00:00Z"))
+        for headers in ({}, {"Authorization": "Bearer wrong-token-value-xx"},
+                        {"Authorization": f"Basic {token}"}):
+            code, text = post(r.url, body, headers)
+            assert code == 401 and "bearer token" in text
+        assert sink.got == []
+        assert post(r.url, body, {"Authorization": f"Bearer {token}"})[0] == 200
+        assert len(sink.got) == 1
+    finally:
+        r.stop()
+
+
+def test_a_sender_that_stalls_mid_request_is_cut_off():
+    import socket
+
+    r = AlertmanagerReceiver("127.0.0.1", 0, Sink(), prometheus_url=PROM, read_timeout_s=0.5)
+    r.start()
+    try:
+        with socket.create_connection(("127.0.0.1", r.port), timeout=30) as s:
+            s.sendall(b"POST /alertmanager HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+            # the server closes the connection once its read times out: recv sees the end
+            assert s.recv(1024) == b""
+        assert post(r.url, payload(alert(XID, "2026-12-04T05:00:00Z")))[0] == 200
+    finally:
+        r.stop()
+
+
+def test_too_many_alerts_in_one_notification_are_refused():
+    sink = Sink()
+    with receiver(sink) as r:
+        alerts = [alert({**XID, "gpu": str(i)}, "2026-12-04T05:00:00Z") for i in range(1001)]
+        code, text = post(r.url, payload(*alerts))
+        assert code == 400 and "over 1000" in text
+    assert sink.got == []

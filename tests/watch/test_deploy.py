@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from goodput_agent.watch.k8s_source import K8sWatchSource
-from tests.servers.kube_api import FixtureCluster, running_kube_api
+from tests.servers.kube_api import FixtureCluster, role_rules, running_kube_api
 from tests.watch.k8s_objects import node, pod
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 KNOWN_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-               "PersistentVolumeClaim", "Deployment", "Service"}
+               "PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"}
 READ_VERBS = {"get", "list", "watch"}
 
 
@@ -55,12 +55,35 @@ def test_kubernetes_manifests_use_known_kinds_and_read_only_rbac():
             assert set(rule["verbs"]) <= READ_VERBS, (role["metadata"]["name"], rule)
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
             assert not {"secrets", "configmaps", "pods/exec"} & set(rule["resources"])
-    roles = {r["metadata"]["name"] for r in by_kind("ClusterRole")}
     accounts = {(a["metadata"]["namespace"], a["metadata"]["name"])
                 for a in by_kind("ServiceAccount")}
-    for binding in by_kind("ClusterRoleBinding"):
-        assert binding["roleRef"]["name"] in roles
-        assert {(s["namespace"], s["name"]) for s in binding["subjects"]} <= accounts
+    for kind in ("ClusterRole", "Role"):
+        roles = {(r["metadata"].get("namespace"), r["metadata"]["name"]) for r in by_kind(kind)}
+        for binding in by_kind(f"{kind}Binding"):
+            assert binding["roleRef"]["kind"] == kind
+            assert (binding["metadata"].get("namespace"), binding["roleRef"]["name"]) in roles
+            assert {(s["namespace"], s["name"]) for s in binding["subjects"]} <= accounts
+    # cluster-wide grants only for what has no namespace
+    for role in by_kind("ClusterRole"):
+        assert {res for r in role["rules"] for res in r["resources"]} <= {"nodes", "events"}
+
+
+def test_no_container_carries_a_literal_secret_and_the_ports_are_fenced():
+    (deploy,) = by_kind("Deployment")
+    pod_spec = deploy["spec"]["template"]["spec"]
+    for c in pod_spec["containers"]:
+        for env in c.get("env", []):
+            assert "value" not in env or not re.search(r"(?i)token|secret|key|pass", env["name"])
+    watch = next(c for c in pod_spec["containers"] if c["name"] == "watch")
+    assert any(a.startswith("--alertmanager-token-file=") for a in watch["args"])
+    (policy,) = by_kind("NetworkPolicy")
+    labels = deploy["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    fenced = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    opened = {p["containerPort"] for c in pod_spec["containers"] for p in c.get("ports", [])}
+    assert fenced == opened
+    assert all(rule["from"] for rule in policy["spec"]["ingress"])
 
 
 def test_one_writer_of_the_ledger_and_restricted_containers():
@@ -98,16 +121,23 @@ def test_one_writer_of_the_ledger_and_restricted_containers():
 
 
 def test_the_watch_role_is_exactly_what_the_watch_source_uses(tmp_path):
-    (role,) = [r for r in by_kind("ClusterRole") if r["metadata"]["name"] == "goodput-watch"]
-    rules = role["rules"]
+    (nodes,) = [r for r in by_kind("ClusterRole") if r["metadata"]["name"] ==
+                "goodput-watch-nodes"]
+    (role,) = [r for r in by_kind("Role") if r["metadata"]["name"] == "goodput-watch"]
+    ns = role["metadata"]["namespace"]
+    (watch,) = [c for c in by_kind("Deployment")[0]["spec"]["template"]["spec"]["containers"]
+                if c["name"] == "watch"]
+    assert f"--namespace={ns}" in watch["args"]
+    rules = nodes["rules"] + role_rules(role, ns)
     cluster = FixtureCluster()
     cluster.add(node("gpu-1"))
-    cluster.add(pod("w-0"))
+    cluster.add(pod("w-0", ns=ns))
+    cluster.add(pod("other-0", ns="elsewhere"))
     with running_kube_api(cluster, rules=rules) as srv:
         src = K8sWatchSource.connect(kubeconfig=srv.kubeconfig(tmp_path / "kc"),
-                                     timeout_seconds=1)
+                                     timeout_seconds=1, namespaces=(ns,))
         cursor = src.poll(None).cursor
-        cluster.add(pod("w-0", ended="OOMKilled"))
+        cluster.add(pod("w-0", ns=ns, ended="OOMKilled"))
         assert len(src.poll(cursor).triggers) == 1
         calls = [r for r in srv.requests if r.verb]
     assert [r for r in calls if r.code == 403] == []
