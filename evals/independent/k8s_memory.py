@@ -101,7 +101,8 @@ def platform_exit(rng: random.Random, case_id: str, variant: int) -> Case:
     t_fail = kj.start + timedelta(hours=rng.uniform(0.3, 3))
     kt.training_progress(kj, rng, t_fail)
     kt.watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
-    tail = ("2026-04-30 07:10:43,386 INFO ****** Start training epoch 3 ******\\n"
+    tail = (f"{t_fail:%Y-%m-%d %H:%M:%S},{rng.randint(100, 999)} INFO ****** Start training "
+            f"epoch {rng.randint(2, 9)} ******\\n"
             "/usr/local/pai/runtime: line 30:     7 Killed                  "
             "${RUNTIME_SCRIPT_DIR}/runtime_entry.sh\\n")
     tasks = "".join(f"  worker    {p:<5} {'FAILED' if p == bad else 'STOPPED':<9} {kj.nodes[p]}"

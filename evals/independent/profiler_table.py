@@ -31,15 +31,20 @@ def _ops(rng: random.Random, steps: int, cause: str | None) -> list[tuple[str, f
     nccl = rng.uniform(9000, 11000) * steps * (4.0 if cause == "communication" else 1)
     wait = rng.uniform(300, 500) * steps * (110 if cause == "input_stall" else 1)
     step = gemm * 1.25 + nccl + wait
-    return [("ProfilerStep*", step * 0.03, step, 0.0, gemm * 1.2 + nccl, steps),
+    others = wait + gemm * 0.02 + nccl * 0.004 + 1400.0 * steps + 3100.0 * steps
+    sync = step * 0.97 - others  # the host waits for the GPU at the step's end
+    kernels = gemm * 0.92
+    copy = 900.0 * steps
+    return [("ProfilerStep*", step * 0.03, step, 0.0, kernels + nccl + copy, steps),
+            ("cudaStreamSynchronize", sync, sync, 0.0, 0.0, steps),
             (DATALOADER, wait, wait, 0.0, 0.0, steps),
-            ("aten::mm", gemm * 0.02, gemm * 0.05, gemm, gemm, 96 * steps),
+            ("aten::mm", gemm * 0.02, gemm * 0.05, 0.0, kernels, 96 * steps),
             ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1",
-             0.0, 0.0, gemm * 0.92, gemm * 0.92, 96 * steps),
+             0.0, 0.0, kernels, kernels, 96 * steps),
             ("nccl:all_reduce", nccl * 0.004, nccl * 0.006, 0.0, nccl, 4 * steps),
             (ALLREDUCE, 0.0, 0.0, nccl, nccl, 4 * steps),
-            ("aten::copy_", 1400.0 * steps, 2600.0 * steps, 900.0 * steps, 900.0 * steps,
-             40 * steps),
+            ("aten::copy_", 1400.0 * steps, 2600.0 * steps, 0.0, copy, 40 * steps),
+            ("Memcpy HtoD (Pageable -> Device)", 0.0, 0.0, copy, copy, 40 * steps),
             ("cudaLaunchKernel", 3100.0 * steps, 3100.0 * steps, 0.0, 0.0, 520 * steps)]
 
 
