@@ -12,7 +12,7 @@ from . import text_forms as tf
 from .case import Case, Expected
 from .dcgmi import diag_report
 from .model import later, make_job
-from .run_story import Story
+from .run_story import begin
 from .scheduler import record_end
 
 BUS = ("1b", "3d", "4c", "5d", "9b", "bb", "cb", "db")  # log_writers.nccl_init's busIds
@@ -75,12 +75,9 @@ def tf_cuda_ecc(rng: random.Random, case_id: str, variant: int) -> Case:
 def dcgmi_fail(rng: random.Random, case_id: str, variant: int) -> Case:
     """A rank dies with an unspecified launch failure; the admin's `dcgmi diag -r 3` on that
     node fails its GPU's memory test, and on another node passes everything."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
+    story, culprit, t_fail = begin(rng, (1, 5))
+    job = story.job
     host, local = job.host_of(culprit), job.local_rank(culprit)
-    t_fail = later(job.start, rng.uniform(1, 5) * 3600)
-    story.progress(t_fail)
     story.say(culprit, t_fail, "RuntimeError: CUDA error: unspecified launch failure")
     story.victims({culprit}, t_fail)
     record_end(story, "FAILED", "1:0", later(t_fail, 640))
@@ -100,12 +97,9 @@ def dcgmi_fail(rng: random.Random, case_id: str, variant: int) -> Case:
 def gpu_lost_smi(rng: random.Random, case_id: str, variant: int) -> Case:
     """One rank stops without a word; every other rank times out in the collective. No kernel
     log: only `nvidia-smi` and `lspci` run on that node afterwards show the GPU gone."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
+    story, culprit, t_fail = begin(rng, (1, 7))
+    job = story.job
     host, local = job.host_of(culprit), job.local_rank(culprit)
-    t_fail = later(job.start, rng.uniform(1, 7) * 3600)
-    story.progress(t_fail)
     story.victims({culprit}, t_fail)
     record_end(story, "FAILED", "6:0", later(t_fail, 640))
     story.finish(question=True)
@@ -154,11 +148,8 @@ def _frames(cuda: bool) -> list[str]:
 def c10_cuda_watchdog(rng: random.Random, case_id: str, variant: int) -> Case:
     """A rank's NCCL watchdog thread hits `CUDA error: unknown error` (sticky, from the GPU) and
     terminates the process; the others time out 10 minutes later. No kernel log."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
-    t_fail = later(job.start, rng.uniform(1, 6) * 3600)
-    story.progress(t_fail)
+    story, culprit, t_fail = begin(rng, (1, 6))
+    job = story.job
     head = (f"[PG ID 0 PG GUID 0(default_pg) Rank {culprit}] Process group watchdog thread "
             "terminated with exception: CUDA error: unknown error")
     block = [f"{lw.glog(job.local(t_fail), 'E', 'ProcessGroupNCCL.cpp:1595')} {head}",

@@ -11,7 +11,7 @@ from datetime import datetime
 from . import text_forms as tf
 from .case import Case, Expected
 from .model import later, make_job
-from .run_story import Story
+from .run_story import Story, begin
 from .scheduler import record_end
 
 DL = "/usr/local/lib/python3.10/dist-packages/torch/utils/data"
@@ -35,12 +35,9 @@ def _memory_figures(story: Story, culprit: int, t_fail: datetime, total_gib: int
 
 
 def killed_minus9(rng: random.Random, case_id: str, variant: int) -> Case:
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
+    story, culprit, t_fail = begin(rng, (1, 6))
+    job = story.job
     host, pid = job.host_of(culprit), job.pids[culprit]
-    t_fail = later(job.start, rng.uniform(1, 6) * 3600)
-    story.progress(t_fail)
     _memory_figures(story, culprit, t_fail, rng.choice((1007, 2015)))
     if variant % 2 == 0:  # torchelastic's report of the child killed by SIGKILL
         _node_sigterm(story, culprit, later(t_fail, 1))
@@ -94,11 +91,8 @@ def _dataloader_block(pid: int, signal: str, shm: bool) -> list[str]:
 
 
 def _dataloader_case(rng: random.Random, shm: bool) -> tuple[Story, int, datetime]:
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
-    t_fail = later(job.start, rng.uniform(0.5, 5) * 3600)
-    story.progress(t_fail)
+    story, culprit, t_fail = begin(rng, (0.5, 5))
+    job = story.job
     worker = job.pids[culprit] + rng.randint(200, 900)
     story.say_block(culprit, t_fail, _dataloader_block(worker, "Bus error" if shm else "Killed",
                                                        shm))

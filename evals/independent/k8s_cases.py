@@ -92,12 +92,7 @@ def allocatable_below_capacity(rng: random.Random, case_id: str, variant: int) -
 def node_not_ready(rng: random.Random, case_id: str, variant: int) -> Case:
     """A node stops answering: `get nodes` NotReady, its pod Unknown/Terminating, NodeNotReady
     events; its pod's log just stops."""
-    kj = kt.make_kube_job(rng)
-    bad = rng.randrange(len(kj.nodes))
-    t_fail = kj.start + timedelta(hours=rng.uniform(2, 9))
-    kt.training_progress(kj, rng, t_fail)
-    kt.watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
-    kj.now = t_fail + timedelta(minutes=rng.randint(20, 40))
+    kj, bad, t_fail = kt.lost_pod(rng, (2, 9), (20, 40))
     files = kt.pod_logs(kj, rng)
     state = rng.choice(("Unknown", "Terminating"))
     files["k8s/get_pods.txt"] = kt.pods_table(kj, {bad: ("1/1", state, 0)})
@@ -118,12 +113,7 @@ def node_not_ready(rng: random.Random, case_id: str, variant: int) -> Case:
 
 def pods_oomkilled(rng: random.Random, case_id: str, variant: int) -> Case:
     """`kubectl get pods -o wide` shows one worker OOMKilled (or CrashLoopBackOff after it)."""
-    kj = kt.make_kube_job(rng)
-    bad = rng.randrange(len(kj.nodes))
-    t_fail = kj.start + timedelta(hours=rng.uniform(0.5, 5))
-    kt.training_progress(kj, rng, t_fail)
-    kt.watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
-    kj.now = t_fail + timedelta(minutes=rng.randint(12, 30))
+    kj, bad, t_fail = kt.lost_pod(rng, (0.5, 5), (12, 30))
     status = ("0/1", "OOMKilled", 1) if variant % 2 == 0 else ("0/1", "CrashLoopBackOff", 3)
     files = kt.pod_logs(kj, rng)
     files["k8s/get_pods.txt"] = kt.pods_table(kj, {bad: status})

@@ -57,12 +57,7 @@ def runc_init_oom(rng: random.Random, case_id: str, variant: int) -> Case:
 def eviction_block(rng: random.Random, case_id: str, variant: int) -> Case:
     """kubelet evicts a worker under node memory pressure; the user pastes the pod's Events
     block (From `kubelet, <node>` in older kubectl, else `kubelet` with the node elsewhere)."""
-    kj = kt.make_kube_job(rng)
-    bad = rng.randrange(len(kj.nodes))
-    t_fail = kj.start + timedelta(hours=rng.uniform(1, 7))
-    kt.training_progress(kj, rng, t_fail)
-    kt.watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
-    kj.now = t_fail + timedelta(minutes=rng.randint(11, 30))
+    kj, bad, t_fail = kt.lost_pod(rng, (1, 7), (11, 30))
     old_kubectl = variant % 2 == 0
     source = f"kubelet, {kj.nodes[bad]}" if old_kubectl else "kubelet"
     used = rng.randint(480, 1900) * 1024 * 1024
@@ -96,11 +91,7 @@ def eviction_block(rng: random.Random, case_id: str, variant: int) -> Case:
 def platform_exit(rng: random.Random, case_id: str, variant: int) -> Case:
     """The platform's job page: exit code, type, reason, the pod pattern it matched, and the
     task list with each task's node; the container's last log lines end in `Killed`."""
-    kj = kt.make_kube_job(rng)
-    bad = rng.randrange(len(kj.nodes))
-    t_fail = kj.start + timedelta(hours=rng.uniform(0.3, 3))
-    kt.training_progress(kj, rng, t_fail)
-    kt.watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
+    kj, bad, t_fail = kt.lost_pod(rng, (0.3, 3), (5, 30))
     tail = (f"{t_fail:%Y-%m-%d %H:%M:%S},{rng.randint(100, 999)} INFO ****** Start training "
             f"epoch {rng.randint(2, 9)} ******\\n"
             "/usr/local/pai/runtime: line 30:     7 Killed                  "

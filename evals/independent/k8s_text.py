@@ -137,3 +137,16 @@ def describe_node_resources(node: str, gpus: int, allocatable: int, mem_ki: int)
             f"nvidia.com/gpu.count={gpus}\n                    nvidia.com/gpu.product="
             "NVIDIA-H100-80GB-HBM3\nCapacity:\n" + block(gpus) + "Allocatable:\n"
             + block(allocatable))
+
+
+def lost_pod(rng: random.Random, hours: tuple[float, float], seen: tuple[int, int],
+             n_min: int = 2) -> tuple[KubeJob, int, datetime]:
+    """A job whose pod `bad` goes silent some hours in (all its ranks at once), every other
+    rank timing out 10 minutes later; the user looks `seen` minutes after the failure."""
+    kj = make_kube_job(rng, n_min)
+    bad = rng.randrange(len(kj.nodes))
+    t_fail = kj.start + timedelta(hours=rng.uniform(*hours))
+    training_progress(kj, rng, t_fail)
+    watchdog_timeouts(kj, rng, t_fail, set(range(bad * 8, bad * 8 + 8)))
+    kj.now = t_fail + timedelta(minutes=rng.randint(*seen))
+    return kj, bad, t_fail

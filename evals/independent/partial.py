@@ -12,7 +12,7 @@ from .case import Case, Expected
 from .failures_gpu import PCI, _hw_lines
 from .gpu_userspace import _frames
 from .model import later, make_job
-from .run_story import Story
+from .run_story import Story, begin
 from .scheduler import record_end
 
 
@@ -77,12 +77,9 @@ def one_rank_alone(rng: random.Random, case_id: str, variant: int) -> Case:
 def host_named_files(rng: random.Random, case_id: str, variant: int) -> Case:
     """An Xid in a kernel log whose lines carry no host (dmesg -T, raw dmesg with a boot
     anchor): the host is only in the file's name, at the bundle's top level."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
+    story, culprit, t_fail = begin(rng, (1, 6))
+    job = story.job
     host = job.host_of(culprit)
-    t_fail = later(job.start, rng.uniform(1, 6) * 3600)
-    story.progress(t_fail)
     kern, own_error, what = _hw_lines(rng.choice((0, 2, 4)), rng.choice(PCI), job.pids[culprit])
     story.say(culprit, later(t_fail, 2), own_error)
     story.victims({culprit}, t_fail)

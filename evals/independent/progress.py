@@ -13,7 +13,7 @@ from . import log_writers as lw
 from . import slurm_writers as sw
 from .case import Case, Expected
 from .model import Job, later, make_job
-from .run_story import Story
+from .run_story import Story, begin
 
 SLOW_QUESTIONS = ("why did training slow down after {t}?", "step time went up on job {j}, "
                   "why?", "throughput of run {j} dropped, what changed?")
@@ -160,11 +160,8 @@ def pyspy_hang(rng: random.Random, case_id: str, variant: int) -> Case:
     """The job stops; before cancelling it the user ran `py-spy dump` on every rank's pid:
     all wait for the GPU in the step's synchronize, one waits elsewhere (a DataLoader queue,
     a checkpoint write)."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
-    t_stuck = later(job.start, rng.uniform(1, 5) * 3600)
-    story.progress(t_stuck)
+    story, culprit, t_stuck = begin(rng, (1, 5))
+    job = story.job
     end = later(t_stuck, rng.uniform(1, 2) * 3600)
     story.finish(question=True)
     story.files["slurm/sacct.txt"] = sw.sacct_pipe(

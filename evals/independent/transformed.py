@@ -10,19 +10,16 @@ from pathlib import PurePosixPath
 from . import text_forms as tf
 from .case import Case, Expected
 from .failures_gpu import PCI, _hw_lines
-from .model import later, make_job
-from .run_story import Story
+from .model import later
+from .run_story import begin
 from .scheduler import record_end
 
 
 def hard_wrapped(rng: random.Random, case_id: str, variant: int) -> Case:
     """An Xid on one GPU; every text file pasted from a terminal 80 or 116 columns wide."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
+    story, culprit, t_fail = begin(rng, (2, 6))
+    job = story.job
     host = job.host_of(culprit)
-    t_fail = later(job.start, rng.uniform(2, 6) * 3600)
-    story.progress(t_fail)
     kern, own_error, what = _hw_lines(variant % 3, rng.choice(PCI), job.pids[culprit])
     for k, text in enumerate(kern):
         story.kern(host, later(t_fail, k * 0.3), text)
@@ -57,11 +54,8 @@ def _coloured(rng: random.Random, text: str) -> str:
 def syslog_coloured(rng: random.Random, case_id: str, variant: int) -> Case:
     """A CUDA OOM on one rank; each node's trainer unit logged to syslog through journald, so
     every colour code arrives as `#033[..m` and tabs as `#011`."""
-    job = make_job(rng)
-    story = Story(job, rng)
-    culprit = rng.randrange(job.world)
-    t_fail = later(job.start, rng.uniform(0.5, 4) * 3600)
-    story.progress(t_fail)
+    story, culprit, t_fail = begin(rng, (0.5, 4))
+    job = story.job
     local = job.local_rank(culprit)
     story.say_block(culprit, t_fail, [
         "Traceback (most recent call last):",
