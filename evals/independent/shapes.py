@@ -1,6 +1,22 @@
 """The shapes issue 24 asked of the independent generator: each family named by the issue's
 class (c1-c11) and what it is, with its number of variants. Kind prefixes as in the suite:
-f failure, s slowdown, l latency."""
+f failure, s slowdown, l latency.
+
+The forms were learned from real output, not from the main generator: NCCL's RAS client text
+(NVIDIA/nccl src/ras/client_support.cc; NVIDIA/nccl#1911, #1730), `dcgmi diag` tables
+(NVIDIA/DCGM#253, NVIDIA/go-dcgm#52), UnexpectedAdmissionError / nvml GPU is lost
+(kubernetes/kubernetes#97131, NVIDIA/k8s-device-plugin#231), allocatable below capacity
+(NVIDIA/k8s-device-plugin#58, #75), runc's init OOM (aws/amazon-ecs-agent#3021,
+opencontainers/runc#2812), kubelet eviction messages (kubernetes/kubernetes#63415, #112927),
+OpenPAI's exit diagnostics (microsoft/pai#5464), TensorFlow's CUDA event errors
+(tensorflow/tensorflow#8483, tensorflow/models#4227, nagadit/DeepFaceLab_Linux#89), c10's CUDA
+error in the NCCL watchdog (pytorch/pytorch#126544, vllm-project/vllm#2682), DataLoader bus
+error / killed (pytorch/pytorch#5040, open-mmlab/mmsegmentation#1356), Ray's memory monitor
+(ray-project/ray#30312, #29800), SGLang scheduler lines and retractions (sgl-project/sglang
+#1270, #3909, #4184, #14972) and bench_serving blocks (#8285, #2097), key_averages tables
+(pytorch/pytorch#45209, #60783), rsyslog's `#033` escapes (SiaFoundation/hostd#282,
+pop-os/system-updater#15), terminal-wrapped pastes and /dev/shm NCCL errors
+(../shared/realworld-corpus pytorch/vlmr1_257..., nccl/nccltests166...)."""
 
 from __future__ import annotations
 
