@@ -46,10 +46,21 @@ class CaseResult(BaseModel):
     kind: str = "failure"
     change_error_s: float | None = None  # latency: |chosen change point - planted change|
     windows_given: bool = False  # latency: the incident named both windows (nothing to find)
+    has_change: bool = True  # latency: the answer key plants a change time to find
+    # the most confidence the bundle supports (answer key's max_confidence): a verdict above it
+    # is wrong however it is labelled; under an expected `unknown`, any verdict at or below it
+    # is an acceptable guess
+    max_confidence: float | None = None
+
+    @property
+    def over_ceiling(self) -> bool:
+        return self.max_confidence is not None and self.confidence > self.max_confidence
 
     @property
     def category_ok(self) -> bool:
-        return self.got_category == self.expected_category
+        if self.expected_category == "unknown" and self.max_confidence is not None:
+            return self.got_category == "unknown" or not self.over_ceiling
+        return self.got_category == self.expected_category and not self.over_ceiling
 
     @property
     def node_ok(self) -> bool:
@@ -72,6 +83,8 @@ class Scores(BaseModel):
     # calibration of the confidence (evals/calibration.py): correct = the category is right
     brier: float | None = None
     reliability: list[ReliabilityBin] = Field(default_factory=list)
+    # answers whose class matched the key but whose confidence exceeded the key's ceiling
+    over_ceiling: int = 0
 
 
 def _same_node(a: str | None, b: str | None) -> bool:
@@ -225,7 +238,8 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
                     misleading=bool(expected.get("misleading")),
                     kind=kind, change_error_s=_change_error(report.latency, expected),
                     windows_given=((report.latency or {}).get("windows") or {}).get("how")
-                    == "user"))
+                    == "user", has_change=bool(expected.get("change_at")),
+                    max_confidence=expected.get("max_confidence")))
         finally:
             ledger.close()
     scores.baseline = "; ".join(BASELINE_WORDS.get(k, k) for k in sorted(kinds))
@@ -243,7 +257,7 @@ def _aggregate(s: Scores) -> None:
                                    for c in s.cases) / n
     # only where Goodput had to find the change itself (not where the user gave both windows)
     timed = [c for c in s.cases if c.kind == "latency" and c.expected_category != "unknown"
-             and not c.windows_given]
+             and not c.windows_given and c.has_change]
     if timed:
         s.windows_within_5min = sum(c.change_error_s is not None and c.change_error_s <= 300
                                     for c in timed) / len(timed)
@@ -269,6 +283,8 @@ def _aggregate(s: Scores) -> None:
             s.per_category[cat]["baseline_rank_accuracy"] = sum(
                 c.baseline_rank == c.expected_rank for c in ranked_here) / len(ranked_here)
         s.confusion[cat] = dict(Counter(c.got_category for c in mine))
+    s.over_ceiling = sum(c.over_ceiling and c.got_category == c.expected_category
+                         for c in s.cases)
     cal = calibrate(Scored(confidence=c.confidence, correct=c.category_ok) for c in s.cases)
     s.brier, s.reliability = cal.brier, cal.bins
 
@@ -303,6 +319,9 @@ def render_scores(s: Scores, console: Console) -> None:
     if s.windows_within_5min is not None:
         console.print(f"change point found within 5 minutes of the planted change: "
                       f"{s.windows_within_5min:.0%}")
+    if s.over_ceiling:
+        console.print(f"right class, but more confident than the bundle supports (the answer "
+                      f"key's ceiling): {s.over_ceiling} cases, counted wrong")
     cats = sorted({k for row in s.confusion.values() for k in row} | set(s.confusion))
     ct = Table(title="Confusion (rows: expected, columns: goodput)")
     ct.add_column("expected")
@@ -317,6 +336,7 @@ def render_scores(s: Scores, console: Console) -> None:
     for c in wrong:
         rank = (f" rank {c.expected_rank} / got {c.got_rank}" if c.expected_rank is not None
                 else "")
+        ceiling = f" (at most {c.max_confidence:.2f})" if c.max_confidence is not None else ""
         console.print("[red]miss[/] " + markup(
-            f"{c.case_id}: expected {c.expected_category}@{c.expected_node}, got "
+            f"{c.case_id}: expected {c.expected_category}@{c.expected_node}{ceiling}, got "
             f"{c.got_category}@{c.got_node} ({c.confidence:.2f}){rank}", newlines=False))

@@ -1,6 +1,10 @@
 """An independent second generator of held-out incident bundles, written from the bundle
 contract and real samples (not from evals/generator.py); generated at scoring time, never
-shipped, never tuned on."""
+shipped, never tuned on. Besides the base families (one per class of the taxonomy), shapes.py
+holds the real-world shapes of issue 24 (classes 1-11: long logs, kubectl tables, user-space
+GPU faults, host-memory kills announced by others, partial bundles, serving engines other than
+vLLM, copies wrapped or escaped on their way). Their answer keys may carry max_confidence: the
+most confidence the bundle supports (evals/scorer.py counts a verdict above it as wrong)."""
 
 from __future__ import annotations
 

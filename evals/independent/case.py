@@ -16,6 +16,10 @@ class Expected(BaseModel):
     rank: int | None = None
     notes: str
     change_at: str | None = None  # latency: the planted change (UTC ISO)
+    # the most confidence the bundle supports: what would confirm the verdict is missing from
+    # it (the kernel's record of a kill, a trace of a slowdown), or the answer is `unknown`
+    # and a guess is acceptable only below it
+    max_confidence: float | None = None
 
 
 class Case(BaseModel):

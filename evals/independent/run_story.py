@@ -10,7 +10,7 @@ from datetime import datetime
 import yaml
 
 from . import log_writers as lw
-from .model import Job, later
+from .model import Job, later, make_job
 
 NOISE = (
     "UserWarning: TypedStorage is deprecated. It will be removed in the future and "
@@ -93,3 +93,14 @@ class Story:
                                  "end": job.local(window[1]).strftime("%Y-%m-%dT%H:%M:%S")}
             self.files["incident.yaml"] = yaml.safe_dump(doc, sort_keys=False)
         return self.files
+
+
+def begin(rng: random.Random, hours: tuple[float, float]) -> tuple[Story, int, datetime]:
+    """A job and its story, one rank chosen as the culprit, and the moment it fails (some hours
+    in), every rank having progressed until then."""
+    job = make_job(rng)
+    story = Story(job, rng)
+    culprit = rng.randrange(job.world)
+    t_fail = later(job.start, rng.uniform(*hours) * 3600)
+    story.progress(t_fail)
+    return story, culprit, t_fail

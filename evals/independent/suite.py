@@ -1,5 +1,6 @@
 """The whole held-out suite, deterministic for a seed: every failure class, slowdown cause and
-latency cause in several variants, written as bundle folders with their answer keys."""
+latency cause in several variants, and the real-world shapes of issue 24 (shapes.py), written
+as bundle folders with their answer keys."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ FAILURES: dict[str, tuple[Maker, int]] = {
 
 def _makers() -> list[tuple[str, str, Maker, int]]:
     from . import latency, slowdown
+    from .shapes import SHAPES
 
     rows = [("f", name, maker, n) for name, (maker, n) in FAILURES.items()]
     rows += [("s", name, maker, n) for name, (maker, n) in slowdown.CAUSES.items()]
     rows += [("l", name, maker, n) for name, (maker, n) in latency.CAUSES.items()]
-    return rows
+    return rows + list(SHAPES)
 
 
 def generate_cases(seed: int, kinds: str = "fsl", per_kind: int | None = None) -> list[Case]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.evals.independent.case import Case
+from goodput_agent.evals.independent.shapes import SHAPES
 from goodput_agent.evals.independent.suite import generate_cases
 from goodput_agent.report import ALL_CATEGORIES
 
@@ -22,6 +23,8 @@ KERNEL_LINE = re.compile(
     r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \d{4}\] )")  # dmesg -T
 OM_SAMPLE = re.compile(r'^[a-zA-Z_:][\w:]*\{[^}]*\} -?[\d.e+-]+ \d+\.\d{3}$')
 RANK_PREFIX = re.compile(r"^(\[rank\d+\]:|\[default\d+\]:|\d+: )")
+KERNEL_FILES = ("kern.log", "dmesg.txt", "journal-kernel.log")
+SHAPE_ID = re.compile(r"^[fsl]-c\d+-")  # the issue-24 families (shapes.py)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +53,17 @@ def test_suite_size_and_every_class_present() -> None:
     cases = generate_cases(14, kinds="f")  # failures are cheap to make in full
     cats = {c.expected.category for c in cases}
     assert len(cases) >= 30
-    assert cats == {"gpu_hardware", "gpu_oom", "host_oom", "application_error",
+    assert cats >= {"gpu_hardware", "gpu_oom", "host_oom", "application_error",
                     "network_fault", "node_failure", "time_limit", "preempted", "hang"}
+
+
+def test_every_class_of_issue_24_has_shapes(few_cases: list[Case]) -> None:
+    """Classes 1-11 of issue 24 each have a family; every family appears in the suite."""
+    ids = {c.expected.case_id for c in few_cases}
+    assert {int(m.group(1)) for _, name, _, _ in SHAPES
+            if (m := re.match(r"c(\d+)-", name))} == set(range(1, 12))
+    for prefix, name, _, _ in SHAPES:
+        assert f"{prefix}-{name}-01" in ids
 
 
 def test_answer_keys_complete(few_cases: list[Case]) -> None:
@@ -61,13 +73,20 @@ def test_answer_keys_complete(few_cases: list[Case]) -> None:
         assert exp.notes and len(exp.notes) > 40, exp.case_id
         if exp.rank is not None:
             assert exp.node, f"{exp.case_id}: a rank without its node"
-        if exp.kind == "latency" and exp.category != "unknown":
-            assert exp.change_at and exp.change_at.endswith("Z")
+        timed = any(rel.startswith("metrics/") or rel.endswith("sglang_server.log")
+                    or rel == "sglang.log" for rel in case.files)
+        if exp.kind == "latency" and exp.category != "unknown" and timed:
+            assert exp.change_at and exp.change_at.endswith("Z"), exp.case_id
+        if SHAPE_ID.match(exp.case_id) and exp.category == "unknown":
+            # `unknown` of a new shape says how far a guess may go
+            assert exp.max_confidence is not None and exp.max_confidence <= 0.5, exp.case_id
+        if exp.max_confidence is not None:
+            assert 0 < exp.max_confidence < 1, exp.case_id
 
 
-def _check_text_file(rel: str, text: str) -> None:
+def _check_text_file(rel: str, text: str, base_family: bool = True) -> None:
     name = Path(rel).name
-    if rel.startswith("nodes/"):
+    if rel.startswith("nodes/") and name in KERNEL_FILES:
         assert all(KERNEL_LINE.match(line) for line in text.splitlines()), rel
     elif name == "sacct.txt":
         assert text.splitlines()[0].startswith("JobID|") and "|State|" in text.splitlines()[0]
@@ -79,14 +98,39 @@ def _check_text_file(rel: str, text: str) -> None:
         lines = text.splitlines()
         assert lines[-1] == "# EOF"
         assert all(OM_SAMPLE.match(x) for x in lines if not x.startswith("#")), rel
-    elif rel.startswith(("logs/", "output/", "train-")) and "rank" not in name:
+    elif rel.startswith(("logs/", "output/", "train-")) and "rank" not in name and base_family:
         assert all(RANK_PREFIX.match(x) for x in text.splitlines()), rel
+    else:
+        _check_shape_file(rel, text)
+
+
+def _check_shape_file(rel: str, text: str) -> None:
+    """The issue-24 forms, each as its real tool prints it."""
+    name = Path(rel).name
+    first = text.splitlines()[0] if text else ""
+    if rel.startswith("k8s/get_"):
+        assert first.startswith(("NAME ", "LAST SEEN ")), rel
+        starts = [m.start() for m in re.finditer(r"(?<=   )\S", first)]
+        for row in text.splitlines()[1:]:  # tabwriter: every column starts where its header does
+            assert all(row[i - 1] == " " for i in starts if i < len(row)), (rel, row)
+    elif "ras" in name:
+        assert "Job summary" in text and re.search(r"^ +\d+ +\d+ +1 +\d+ +\d+$", text, re.M)
+    elif name == "dcgmi_diag.txt":
+        assert all(x[0] in "+|" for x in text.splitlines()[1:]), rel
+    elif rel.startswith("pyspy/"):
+        assert first.startswith("Process ") and "(idle)" in text, rel
+    elif name in ("getent_hosts.txt", "host_lookup.txt", "etc_hosts", "nslookup.txt"):
+        assert re.search(r"\b10\.\d+\.\d+\.\d+\b|in-addr\.arpa", text), rel
+    elif name in ("sglang.log", "sglang_server.log"):
+        assert all(x.startswith("[20") for x in text.splitlines()), rel
+    elif name == "syslog":
+        assert "#033[" in text and "\x1b" not in text, rel
 
 
 def test_every_file_in_a_contract_form(few_cases: list[Case]) -> None:
     for case in few_cases:
         for rel, text in case.files.items():
-            _check_text_file(rel, text)
+            _check_text_file(rel, text, base_family=not SHAPE_ID.match(case.expected.case_id))
         for rel, data in case.binary.items():
             if rel.endswith((".json", ".json.gz")):
                 doc = json.loads(gzip.decompress(data) if rel.endswith(".gz") else data)

@@ -6,7 +6,14 @@ import sys
 
 import pytest
 
-from goodput_agent.evals.scorer import baseline_blame, default_cases_dir, score_suite
+from goodput_agent.evals.scorer import (
+    CaseResult,
+    Scores,
+    _aggregate,
+    baseline_blame,
+    default_cases_dir,
+    score_suite,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +61,33 @@ def test_eval_command_prints_json_scores() -> None:
     # issue 3: straggler/throttled rank; issue 4: change point within 5 minutes
     assert data["slowdown"]["rank_accuracy"] >= 0.95 and len(data["slowdown"]["cases"]) >= 25
     assert data["latency"]["windows_within_5min"] >= 0.95 and len(data["latency"]["cases"]) >= 25
+
+
+def _result(expected: str, got: str, confidence: float, ceiling: float | None,
+            kind: str = "failure", has_change: bool = True) -> CaseResult:
+    return CaseResult(case_id="x", expected_category=expected, expected_node=None,
+                      got_category=got, got_node=None, confidence=confidence,
+                      baseline_category="unknown", baseline_node=None, kind=kind,
+                      has_change=has_change, max_confidence=ceiling)
+
+
+def test_a_confidence_ceiling_makes_an_overconfident_verdict_wrong() -> None:
+    assert _result("host_oom", "host_oom", 0.55, 0.6).category_ok
+    assert not _result("host_oom", "host_oom", 0.8, 0.6).category_ok
+    assert _result("host_oom", "host_oom", 0.9, None).category_ok
+    # an expected `unknown` under a ceiling: unknown, or any guess at or below the ceiling
+    assert _result("unknown", "unknown", 0.3, 0.5).category_ok
+    assert _result("unknown", "hang", 0.45, 0.5).category_ok
+    assert not _result("unknown", "hang", 0.7, 0.5).category_ok
+    assert not _result("unknown", "hang", 0.45, None).category_ok  # no ceiling: exact as before
+    scores = Scores(cases=[_result("host_oom", "host_oom", 0.8, 0.6),
+                           _result("hang", "hang", 0.5, 0.6)])
+    _aggregate(scores)
+    assert scores.over_ceiling == 1 and scores.category_accuracy == 0.5
+
+
+def test_latency_answers_without_a_planted_change_are_not_timed() -> None:
+    scores = Scores(cases=[_result("prompt_length", "prompt_length", 0.6, None, kind="latency",
+                                   has_change=False)])
+    _aggregate(scores)
+    assert scores.windows_within_5min is None
