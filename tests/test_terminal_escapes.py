@@ -147,8 +147,21 @@ def test_planted_escapes_reach_no_terminal_raw(what: str, tmp_path: Path,
     assert (SHOWN in report + shown) is surfaces  # the planted text, as visible escapes
     run("ledger", "list", "--ledger", ledger)
     run("actions", "--ledger", ledger)
-    for json_cmd in (("investigate", str(bundle)), ("ledger", "show"), ("ledger", "list")):
-        run(*json_cmd, "--json", "--ledger", ledger)
+    for json_cmd in (("investigate", str(bundle)), ("ledger", "show"), ("ledger", "list"),
+                     ("actions",)):
+        out, _ = run(*json_cmd, "--json", "--ledger", ledger)
+        assert not _decoded_controls(json.loads(out)), json_cmd  # what `jq -r` would print
+
+
+def _decoded_controls(doc: Any) -> list[str]:  # noqa: ANN401 - any JSON
+    """Strings of a parsed JSON document that hold control characters once decoded."""
+    if isinstance(doc, str):
+        return [doc] if raw_controls(doc) else []
+    if isinstance(doc, dict):
+        return [s for v in doc.values() for s in _decoded_controls(v)]
+    if isinstance(doc, list):
+        return [s for v in doc for s in _decoded_controls(v)]
+    return []
 
 
 def test_a_trace_summary_shows_kernel_names_escaped(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 import io
 import json
 
+import pytest
 from jinja2 import Environment
 from rich.text import Text
 
@@ -66,11 +67,16 @@ def test_plain_console_output_has_no_escape_at_all() -> None:
     assert not raw_controls(out.getvalue().replace("\n", ""))
 
 
-def test_json_for_a_terminal_is_the_same_document_without_raw_c1_or_bidi() -> None:
-    doc = json.dumps({"line": HOSTILE, "k": [1, "\u202e"]}, ensure_ascii=False, indent=2)
-    safe = json_text(doc)
-    assert json.loads(safe) == json.loads(doc)
-    assert not raw_controls(safe.replace("\n", ""))
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_json_for_a_terminal_holds_visible_escapes_even_once_decoded(ascii_only: bool) -> None:
+    """`jq -r` decodes \\u001b into ESC: the strings themselves carry the visible escape,
+    exactly as the terminal shows them; the document is still JSON of the same shape."""
+    doc = json.dumps({"line": HOSTILE, "k": [1, "\u202e"], "ok": "a\\u001b\nb\tc \\"},
+                     ensure_ascii=ascii_only, indent=2)
+    parsed = json.loads(json_text(doc))
+    assert parsed == {"line": visible(HOSTILE), "k": [1, "\\u202e"], "ok": "a\\u001b\nb\tc \\"}
+    assert not raw_controls(json_text(doc).replace("\n", ""))
+    assert not raw_controls(parsed["line"] + parsed["k"][1])
 
 
 def test_html_finalize_shows_controls_and_autoescape_still_escapes() -> None:

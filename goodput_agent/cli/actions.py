@@ -18,7 +18,7 @@ from rich.table import Table
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import line, markup, visible
+from goodput_agent.untrusted import json_dumps, line, markup, visible
 
 policy_option = click.option(
     "--policy", "policy_path", type=click.Path(path_type=Path), default=None,
@@ -44,7 +44,7 @@ def _ledger_path(path: Path | None) -> Path:
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(json_dumps(data))
 
 
 def live_context(tool: str, slurm_conf: Path | None, kubeconfig: Path | None):  # noqa: ANN201

@@ -20,7 +20,7 @@ from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
-from goodput_agent.untrusted import json_text, line
+from goodput_agent.untrusted import json_dumps, json_text, line
 
 EXIT_BAD_INPUT = 2
 
@@ -251,7 +251,7 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
     with open_ledger(_existing(ledger_path), read_only=True) as lg:
         rows = lg.investigations()
     if as_json:
-        click.echo(json.dumps(rows, default=str, indent=2))
+        click.echo(json_dumps(rows))
         return
     from goodput_agent.cli.render import TerminalConsole, investigations_table
 
@@ -278,7 +278,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
         data = rec.model_dump(mode="json")  # with status: concluded or interrupted
         if usage:
             data["llm_usage"] = usage
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json_dumps(data))
     else:
         render_record(rec, TerminalConsole(), usage)
 
@@ -352,7 +352,7 @@ def tools_cmd(as_json: bool) -> None:
              "description": t.description, "input_schema": t.input_model.model_json_schema()}
             for t in registry().values() if t.read_only]  # mutating ones: `goodput actions`
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json_dumps(rows))
         return
     for r in rows:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"

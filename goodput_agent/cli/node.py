@@ -7,7 +7,6 @@ log that cannot be read (no journal, dmesg restricted) is noted, not fatal.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -19,7 +18,7 @@ from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.parsing.kernel_log import match_xid, norm_pci
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
-from goodput_agent.untrusted import json_text, markup, visible
+from goodput_agent.untrusted import json_dumps, json_text, markup, visible
 
 MAX_KERNEL_XIDS = 200
 
@@ -127,7 +126,7 @@ def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log
     if not no_kernel_log:
         add_kernel_xids(health, window)
     if as_json:
-        click.echo(json.dumps(health.model_dump(mode="json"), indent=2))
+        click.echo(json_dumps(health.model_dump(mode="json")))
         return
     render(health, TerminalConsole())
 

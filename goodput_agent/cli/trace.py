@@ -7,7 +7,6 @@ unreadable trace is skipped with a warning line; the command fails only when non
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ from goodput_agent.analysis.trace_select import load_one, pick_step
 from goodput_agent.cli.options import json_option
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_text, line, markup
+from goodput_agent.untrusted import json_dumps, json_text, line, markup
 
 if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
@@ -228,8 +227,8 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str |
     verdict_of = analyse_digests if runner else analyse
     breakdown, verdict = verdict_of(slow_traces, baseline=base_traces)  # type: ignore
     if as_json:
-        click.echo(json.dumps({"breakdown": breakdown.model_dump(mode="json"),
-                               "verdict": verdict.model_dump(mode="json")}, indent=2))
+        click.echo(json_dumps({"breakdown": breakdown.model_dump(mode="json"),
+                               "verdict": verdict.model_dump(mode="json")}))
     else:
         from goodput_agent.cli.render import TerminalConsole
 

@@ -8,7 +8,6 @@ read and every incident investigated), 2 bad input, 4 (`--once`) a source could 
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from collections.abc import Callable
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
 from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import line
+from goodput_agent.untrusted import json_dumps, line
 
 EXIT_SOURCE_DOWN, EXIT_INCIDENT_FAILED = 4, 5
 
@@ -187,7 +186,7 @@ def watch_status(as_json: bool, ledger_path: Path | None) -> None:
     if status is None:
         raise BadInput(f"{path}: no watch has run on this ledger (goodput watch --slurm)")
     if as_json:
-        click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
+        click.echo(json_dumps(status.model_dump(mode="json")))
     else:
         render_status(status)
     if not status.healthy:

@@ -56,7 +56,11 @@ class ActionPages:
         data = await site.approver_form(request)
         if isinstance(data, Response):
             return data
-        policy = site.config.policy()
+        try:
+            policy = site.config.policy()
+        except BadInput as exc:  # edited into a broken file while serve runs
+            return site.problem(request, 503, f"nothing was approved: the approval policy "
+                                              f"cannot be read: {exc}")
         shown = site.config.signer.read_shown(data.get("shown"))
         max_age = policy.approval.expires_after.total_seconds()
         if shown is None or shown[0] != aid:

@@ -130,6 +130,17 @@ def test_approve_goes_through_the_gate(reviewed: Reviewed) -> None:
     assert 'id="status">approved' in page and "event-approval" in page
 
 
+def test_a_policy_broken_while_serving_is_a_one_line_refusal(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    html = client.get(f"/actions/{reviewed.drain_action}").text
+    form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown"), "approver": "alice"}
+    reviewed.policy.write_text("tools: [this is: not a policy\n")
+    res = client.post(f"/actions/{reviewed.drain_action}/approve", data=form)
+    assert res.status_code == 503 and "nothing was approved" in res.text
+    assert str(reviewed.policy) in res.text and "Traceback" not in res.text
+    assert _events(reviewed) == []
+
+
 def test_reject_needs_a_reason(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
     html = client.get(f"/actions/{reviewed.drain_action}").text
