@@ -184,13 +184,12 @@ def generate_fleet(out: Path, plan: FleetPlan | None = None) -> FleetTruth:
     failed = [j for j in jobs if j.cause]
     ledger_path = out / "ledger.duckdb"
     ledger_path.unlink(missing_ok=True)
-    with Ledger(ledger_path) as ledger:
-        ledger.con.begin()  # one transaction: the same rows, written in seconds, not minutes
+    # one write session, one transaction: the same rows, written in seconds, not minutes
+    with Ledger(ledger_path) as ledger, ledger.writing():
         for j in failed:
             stamp = (j.start + timedelta(hours=j.hours, minutes=5)).strftime("%Y%m%dT%H%M%SZ")
             for _ in range(2 if rng.random() < plan.reinvestigated else 1):
                 _record(ledger, j, out, rng, stamp)
-        ledger.con.commit()
     badput: dict[str, float] = {}
     counts: dict[str, int] = {}
     for j in failed:

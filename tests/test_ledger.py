@@ -40,15 +40,22 @@ def test_rerun_is_a_new_investigation_and_nothing_is_rewritten(tmp_path: Path) -
     assert first.conclusion["category"] == "gpu_oom"
 
 
-def test_kill_minus_9_keeps_every_row_written_before(tmp_path: Path) -> None:
+def test_kill_minus_9_mid_investigation_leaves_whole_investigations_only(tmp_path: Path) -> None:
+    """An investigation's rows are inserted with its conclusion, in one transaction: killed
+    midway, it lists as interrupted with none of its rows (never half of them), and what
+    concluded before is whole."""
     path = tmp_path / "crash.duckdb"
     child = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
         from goodput_agent.ledger import Ledger
         lg = Ledger(Path({str(path)!r}))
+        done = lg.start_investigation("q", "failure", "a", "offline", "0")
+        for i in range(30):
+            lg.record_evidence(done, None, "f", f"f:{{i}}", "x" * 50, None)
+        lg.record_conclusion(done, "gpu_oom", 0.9, 0, "{{}}")
         inv = lg.start_investigation("q", "failure", "b", "offline", "0")
-        print(inv, flush=True)
+        print(done, inv, flush=True)
         for i in range(100000):
             ev = lg.record_evidence(inv, None, "f", f"f:{{i}}", "x" * 50, None)
             print(ev, flush=True)
@@ -57,16 +64,18 @@ def test_kill_minus_9_keeps_every_row_written_before(tmp_path: Path) -> None:
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    inv_id = proc.stdout.readline().strip()
-    written = [int(proc.stdout.readline()) for _ in range(60)]
+    done, inv_id = proc.stdout.readline().split()
+    for _ in range(60):  # it is recording: 60 rows staged
+        proc.stdout.readline()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
     with Ledger(path, read_only=True) as lg:
-        rec = lg.investigation(inv_id)
-    assert rec is not None, "the investigation row written before the kill is gone"
-    held = {e["id"] for e in rec.evidence}
-    assert set(written) <= held
+        cut, whole = lg.investigation(inv_id), lg.investigation(done)
+        listed = {r["id"]: r["status"] for r in lg.investigations()}
+    assert cut is not None and cut.status == "interrupted" and cut.evidence == []
+    assert whole is not None and whole.status == "concluded" and len(whole.evidence) == 30
+    assert listed == {done: "concluded", inv_id: "interrupted"}
 
 
 def test_unopenable_ledger_is_a_one_line_bad_input(tmp_path: Path) -> None:

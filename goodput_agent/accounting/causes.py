@@ -20,6 +20,7 @@ from goodput_agent.accounting.attempts import RunRecord, sacct_rows
 from goodput_agent.accounting.model import FailureCause
 from goodput_agent.bundle import Inventory
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.records import concluded_reports
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.parsing.slurm.sacct_text import pipe_header
@@ -48,17 +49,10 @@ def _cause(inv_id: str, report: Report) -> FailureCause:
 
 def _failure_reports(ledger: Ledger, patterns: list[str]) -> list[tuple[str, Report]]:
     """Concluded failure investigations whose target is LIKE one of `patterns`, newest first."""
-    if not patterns:
-        return []
-    where = " OR ".join("i.target LIKE ? ESCAPE '\\'" for _ in patterns)
-    rows = ledger.rows(
-        "SELECT i.id, c.report_json FROM investigations i "
-        "JOIN conclusions c ON c.investigation_id = i.id "
-        f"WHERE i.kind = 'failure' AND ({where}) ORDER BY i.created_at DESC", patterns)
     out = []
-    for r in rows:
+    for inv_id, report_json in concluded_reports(ledger, "failure", patterns):
         try:
-            out.append((r["id"], Report.model_validate_json(r["report_json"])))
+            out.append((inv_id, Report.model_validate_json(report_json)))
         except ValueError:
             continue
     return out

@@ -6,12 +6,11 @@ previews and approves it with `goodput actions` / `goodput approve`, under the p
 
 from __future__ import annotations
 
-import json
-
 from goodput_agent import __version__
 from goodput_agent.accounting.fleet_models import DrainProposal, FleetReport, NodeFinding
 from goodput_agent.approval.gate import action_status
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import proposals_by
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, Retry, RootCause
 
 PLANNER = "fleet"  # fleet investigations are not failures of their own: the fleet skips them
@@ -20,17 +19,11 @@ _OPEN = ("proposed", "approved")
 
 
 def _open_proposal(ledger: Ledger, node: str) -> DrainProposal | None:
-    rows = ledger.rows(
-        "SELECT a.id, a.investigation_id, a.claim_ids FROM actions a JOIN investigations i "
-        "ON i.id = a.investigation_id WHERE i.planner = ? AND a.tool = ? "
-        "AND json_extract_string(a.args_json, '$.node') = ? ORDER BY a.id DESC",
-        [PLANNER, DRAIN_TOOL, node])
-    for r in rows:
+    for r in proposals_by(ledger, PLANNER, DRAIN_TOOL, node, limit=1000):
         status = action_status(ledger, r["id"])
         if status in _OPEN:
             return DrainProposal(node=node, investigation_id=r["investigation_id"],
-                                 action_id=r["id"], claim_id=json.loads(r["claim_ids"])[0],
-                                 status=status)
+                                 action_id=r["id"], claim_id=r["claim_ids"][0], status=status)
     return None
 
 

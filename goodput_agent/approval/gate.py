@@ -35,6 +35,7 @@ from goodput_agent.approval.store import (
     evidence_binding,
 )
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import ActionRow
 from goodput_agent.toolkit import (
     GATE_APPROVAL,
     GATE_TARGET,
@@ -87,13 +88,13 @@ class ActionPreview(BaseModel):
     expires_after_s: float
 
 
-def record_refusal(ledger: Ledger, action: dict[str, Any], actor: str | None, reasons: list[str],
+def record_refusal(ledger: Ledger, action: ActionRow, actor: str | None, reasons: list[str],
             now: datetime, **detail: Any) -> GateRefused:
     reason = "; ".join(reasons)
     store.record_event(ledger, action, "refusal", actor=actor, now=now, reason=reason,
-                       args_hash=args_hash(action["args"]), ok=False,
+                       args_hash=args_hash(action.args), ok=False,
                        detail={"reasons": reasons, **detail})
-    log.warning("action_refused", action=action["id"], tool=action["tool"], reason=reason)
+    log.warning("action_refused", action=action.id, tool=action.tool, reason=reason)
     return GateRefused(reason)
 
 
@@ -110,12 +111,10 @@ def preview_action(ledger: Ledger, action_id: int, policy: Policy,
         except Exception as exc:  # noqa: BLE001 - a failed dry run is shown, not raised
             notes.append(f"preview incomplete: {type(exc).__name__}: {exc}".splitlines()[0])
     binding = evidence_binding(ledger, action)
-    texts = {r["id"]: r["statement"] for r in ledger.rows(
-        "SELECT id, statement FROM claims WHERE id IN (SELECT unnest(?::BIGINT[]))",
-        [action["claims"] or [0]])}
+    texts = {c.id: c.statement or "" for c in store.claim_rows(ledger, action.claim_ids)}
     return ActionPreview(
-        action_id=action_id, investigation_id=action["investigation_id"], tool=action["tool"],
-        args=action["args"], args_hash=args_hash(action["args"]), rationale=action["rationale"],
+        action_id=action_id, investigation_id=action.investigation_id, tool=action.tool,
+        args=action.args, args_hash=args_hash(action.args), rationale=action.rationale,
         status=action_status(ledger, action_id), command=command, dry_run=dry_run, notes=notes,
         allowed=not reasons, reasons=reasons,
         claims=[ClaimShown(id=c.claim_id, category=c.category, status=c.status,
@@ -141,10 +140,10 @@ def approve_action(ledger: Ledger, action_id: int, approver: str, policy: Policy
         raise record_refusal(ledger, action, approver or None, reasons, now, stage="approve")
     binding: EvidenceBinding = evidence_binding(ledger, action)
     return store.record_event(
-        ledger, action, "approval", actor=approver, now=now, args_hash=args_hash(action["args"]),
+        ledger, action, "approval", actor=approver, now=now, args_hash=args_hash(action.args),
         evidence_digest=binding.digest, expires_at=now + policy.approval.expires_after, ok=True,
         detail={"claims": [c.model_dump() for c in binding.claims], "policy": policy.source,
-                "args": action["args"],
+                "args": action.args,
                 "fingerprint": tool.fingerprint(parsed) if tool and parsed else {}})
 
 
@@ -159,7 +158,7 @@ def reject_action(ledger: Ledger, action_id: int, approver: str, why: str) -> Re
         raise BadInput(f"action {action_id} is already {state}: nothing to reject")
     return store.record_event(ledger, action, "rejection", actor=approver.strip(),
                               reason=why.strip(), ok=False,
-                              args_hash=args_hash(action["args"]))
+                              args_hash=args_hash(action.args))
 
 
 def _valid_approval(evs: list[store.Event], tool: str, a_hash: str, ev_digest: str,
@@ -197,20 +196,20 @@ def _under_approval(approval_id: int, checked: ActionTarget, tool: MutatingTool,
         GATE_APPROVAL.reset(tokens[0])
 
 
-def _execution_reasons(ledger: Ledger, action: dict[str, Any], run_args: dict[str, Any],
+def _execution_reasons(ledger: Ledger, action: ActionRow, run_args: dict[str, Any],
                        ctx: ToolContext, policy: Policy, now: datetime
                        ) -> tuple[list[str], store.Event | None, Checked]:
-    evs = store.events(ledger, action["id"])
+    evs = store.events(ledger, action.id)
     state = store.status_of(evs)
     if state in FINAL:
-        return [f"action {action['id']} is already {state}: an action executes once; "
+        return [f"action {action.id} is already {state}: an action executes once; "
                 "propose it again to act again"], None, ([], None, None)
     binding = evidence_binding(ledger, action)
-    approval, reasons = _valid_approval(evs, action["tool"], args_hash(run_args),
+    approval, reasons = _valid_approval(evs, action.tool, args_hash(run_args),
                                         binding.digest, now)
     if any(e.kind == "rejection" for e in evs):
         reasons.append("the action was rejected")
-    checked = policy_reasons(ledger, {**action, "args": run_args}, policy,
+    checked = policy_reasons(ledger, action.model_copy(update={"args": run_args}), policy,
                              approval.actor if approval else None)
     reasons += checked[0]
     tool, parsed = checked[1], checked[2]
@@ -240,7 +239,7 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
     started executing before (approved -> executing -> executed|failed, once)."""
     now = now_or_utc(now)
     action = store.action_row(ledger, action_id)
-    run_args = action["args"] if args is None else args
+    run_args = action.args if args is None else args
     reasons, approval, (_, tool, parsed) = _execution_reasons(ledger, action, run_args, ctx,
                                                              policy, now)
     if reasons or approval is None or tool is None or parsed is None:
@@ -266,7 +265,7 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
         error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
     ok = bool(output is not None and getattr(output, "ok", True))
     result = json.loads(output.model_dump_json()) if output is not None else None
-    log.info("action_executed", action=action_id, tool=action["tool"], ok=ok, error=error)
+    log.info("action_executed", action=action_id, tool=action.tool, ok=ok, error=error)
     return store.record_event(
         ledger, action, "execution", actor=approval.actor, now=datetime.now(UTC),
         args_hash=a_hash, evidence_digest=digest, approval_id=approval.id, ok=ok,

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ValidationError
 from goodput_agent.approval import store
 from goodput_agent.approval.policy import Policy
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import ActionRow, conclusion, later_verdict
+from goodput_agent.ledger.actions import claims as claim_rows
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, registry
 
 DAY = timedelta(days=1)
@@ -32,24 +34,15 @@ def _args(tool: MutatingTool, args: dict[str, Any]) -> BaseModel:
 
 
 def _conclusion(ledger: Ledger, inv_id: str) -> dict[str, Any] | None:
-    rows = ledger.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
-    return rows[0] if rows else None
+    return conclusion(ledger, inv_id)
 
 
 def _contradiction(ledger: Ledger, inv_id: str) -> str | None:
     """A later investigation of the same target whose verdict differs contradicts the claim."""
-    mine = ledger.rows("SELECT i.target, i.created_at, c.category FROM investigations i JOIN "
-                       "conclusions c ON c.investigation_id = i.id WHERE i.id = ?", [inv_id])
-    if not mine:
-        return None
-    later = ledger.rows(
-        "SELECT i.id, c.category FROM investigations i JOIN conclusions c ON "
-        "c.investigation_id = i.id WHERE i.target = ? AND i.created_at > ? AND i.id <> ? "
-        "AND c.category <> ? ORDER BY i.created_at DESC LIMIT 1",
-        [mine[0]["target"], mine[0]["created_at"], inv_id, mine[0]["category"]])
+    later = later_verdict(ledger, inv_id)
     if later:
-        return (f"a newer investigation of the same target ({later[0]['id']}) concluded "
-                f"{later[0]['category']}, contradicting {mine[0]['category']}")
+        return (f"a newer investigation of the same target ({later[0]}) concluded "
+                f"{later[1]}, contradicting {later[2]}")
     return None
 
 
@@ -64,11 +57,11 @@ def _isolated_nodes(ledger: Ledger, since: datetime | None = None) -> set[str]:
     return out
 
 
-def _retry_reasons(ledger: Ledger, action: dict[str, Any], target: ActionTarget,
+def _retry_reasons(ledger: Ledger, action: ActionRow, target: ActionTarget,
                    policy: Policy, claim_node: str | None) -> list[str]:
     if not target.retries:
         return []
-    conc = _conclusion(ledger, action["investigation_id"]) or {}
+    conc = _conclusion(ledger, action.investigation_id) or {}
     cat = conc.get("category")
     if cat in policy.retry.require_exclusion_for:
         if claim_node is None:
@@ -81,12 +74,12 @@ def _retry_reasons(ledger: Ledger, action: dict[str, Any], target: ActionTarget,
                 f"retry must exclude {claim_node} or follow its drain/cordon"]
     if cat in policy.retry.require_change_for:
         changed = [e for e in store.successful_executions(ledger)
-                   if e.investigation_id == action["investigation_id"] and e.detail
+                   if e.investigation_id == action.investigation_id and e.detail
                    and e.detail.get("target", {}).get("changes_config")]
         if not changed:
             return [f"retry rule: a bare retry after {cat} fails the same way; apply a config "
                     "change first (config_change / k8s_patch_workload, executed)"]
-        unseen = _unseen_change(changed, target, action["tool"])
+        unseen = _unseen_change(changed, target, action.tool)
         if unseen:
             return [f"retry rule: {unseen}"]
     return []
@@ -126,17 +119,17 @@ def _unseen_change(changes: list[store.Event], target: ActionTarget, tool: str) 
 Checked = tuple[list[str], MutatingTool | None, BaseModel | None]
 
 
-def policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
+def policy_reasons(ledger: Ledger, action: ActionRow, policy: Policy,
                    approver: str | None) -> Checked:
     """Every reason the policy forbids this action (static: no cluster needed)."""
-    name = action["tool"]
+    name = action.tool
     tool = _tool(name)
     if tool is None:
         kind = "read-only or advisory" if name in registry() else "not a tool Goodput has"
         return [f"{name} is not a mutating tool Goodput executes ({kind}); it is advice for a "
                 "person"], None, None
     try:
-        args = _args(tool, action["args"])
+        args = _args(tool, action.args)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "args"
@@ -158,28 +151,27 @@ def policy_reasons(ledger: Ledger, action: dict[str, Any], policy: Policy,
     if target.namespace and tp.scope.namespaces and target.namespace not in tp.scope.namespaces:
         reasons.append(f"namespace {target.namespace} is outside the policy's scope "
                        f"{tp.scope.namespaces}")
-    conc = _conclusion(ledger, action["investigation_id"])
+    conc = _conclusion(ledger, action.investigation_id)
     pre = tp.preconditions
     if pre.concluded and (conc is None or conc["category"] == "unknown"):
         reasons.append("precondition: the investigation has no verdict")
-    claims = ledger.rows("SELECT * FROM claims WHERE id IN (SELECT unnest(?::BIGINT[]))",
-                         [action["claims"] or [0]])
+    claims = claim_rows(ledger, action.claim_ids)
     claim = claims[0] if claims else None
     if claim is None:
         reasons.append("precondition: the action rests on no claim")
     else:
-        if claim["confidence"] < pre.min_claim_confidence:
-            reasons.append(f"precondition: claim {claim['id']} has confidence "
-                           f"{claim['confidence']:.2f} < {pre.min_claim_confidence:.2f}")
-        named = {c["node"] for c in claims if c["node"]}
+        if claim.confidence < pre.min_claim_confidence:
+            reasons.append(f"precondition: claim {claim.id} has confidence "
+                           f"{claim.confidence:.2f} < {pre.min_claim_confidence:.2f}")
+        named = {c.node for c in claims if c.node}
         unnamed = [n for n in target.nodes if n not in named]
         if pre.claim_names_target and unnamed:  # each host acted on, not one of a list
-            reasons.append(f"precondition: claim {claim['id']} names node {claim['node']}, "
+            reasons.append(f"precondition: claim {claim.id} names node {claim.node}, "
                            f"not {', '.join(unnamed)}")
-    contra = _contradiction(ledger, action["investigation_id"])
+    contra = _contradiction(ledger, action.investigation_id)
     if contra:
         reasons.append(contra)
-    reasons += _retry_reasons(ledger, action, target, policy, claim["node"] if claim else None)
+    reasons += _retry_reasons(ledger, action, target, policy, claim.node if claim else None)
     return reasons, tool, args
 
 

@@ -27,13 +27,13 @@ def reconcile_action(ledger: Ledger, action_id: int, ctx: ToolContext, *,
     if store.status_of(evs) != "executing" or started is None:
         raise record_refusal(ledger, action, None, [f"action {action_id} is not executing: nothing "
                                              "to reconcile"], now, stage="reconcile")
-    tool = registry().get(action["tool"])
+    tool = registry().get(action.tool)
     assert isinstance(tool, MutatingTool)
     if now - started.occurred_at < timedelta(seconds=tool.timeout_s) + GRACE:
         raise record_refusal(ledger, action, None, [
             f"action {action_id} started executing at {started.occurred_at:%H:%M:%S %Z} and "
             "may still be running: reconcile after its timeout"], now, stage="reconcile")
-    args = tool.input_model.model_validate((started.detail or {}).get("args", action["args"]))
+    args = tool.input_model.model_validate((started.detail or {}).get("args", action.args))
     try:
         happened = tool.reconcile(ctx, args)
     except Exception as exc:  # noqa: BLE001 - a cluster that cannot answer cannot tell
@@ -43,7 +43,7 @@ def reconcile_action(ledger: Ledger, action_id: int, ctx: ToolContext, *,
     if happened is None:
         raise record_refusal(ledger, action, started.actor, [
             f"action {action_id} was cut off while executing and {why}: check by hand "
-            f"({tool.name} {action['args']}); it stays executing and is never run again"],
+            f"({tool.name} {action.args}); it stays executing and is never run again"],
             now, stage="reconcile")
     reason = ("reconciled after a crash: the change is in place" if happened else
               "reconciled after a crash: the change did not happen")

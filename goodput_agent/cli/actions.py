@@ -89,14 +89,14 @@ def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json:
     claim they rest on, and whether the policy would allow them."""
     from goodput_agent.approval.gate import preview_action
     from goodput_agent.ledger import open_ledger
+    from goodput_agent.ledger.actions import actions_of
 
     policy = _policy(policy_path)
     with open_ledger(_ledger_path(ledger_path), read_only=True) as lg:
         inv = investigation_id or lg.latest_investigation_id()
-        rows = lg.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id", [inv])
-        if inv is None or not lg.rows("SELECT 1 FROM investigations WHERE id = ?", [inv]):
+        if inv is None or not lg.has_investigation(inv):
             raise BadInput(f"{lg.path}: no investigation {investigation_id or '(empty ledger)'}")
-        previews = [preview_action(lg, r["id"], policy, None) for r in rows]
+        previews = [preview_action(lg, a.id, policy, None) for a in actions_of(lg, inv)]
     if as_json:
         _echo_json({"investigation_id": inv, "actions": [p.model_dump(mode="json")
                                                         for p in previews]})
@@ -195,7 +195,7 @@ def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | Non
     console = TerminalConsole(stderr=as_json)
     with open_ledger(_ledger_path(ledger_path)) as lg:
         action = store.action_row(lg, action_id)
-        ctx = live_context(action["tool"], slurm_conf, kubeconfig)
+        ctx = live_context(action.tool, slurm_conf, kubeconfig)
         p = preview_action(lg, action_id, policy, ctx)
         render_preview(p, console)
         result: dict[str, Any] = {"preview": p.model_dump(mode="json")}
@@ -380,12 +380,11 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, auth
     except ValueError as exc:  # JSON and pydantic errors alike
         raise BadInput(f"--args: not valid arguments for {tool}: "
                        f"{str(exc).splitlines()[0][:300]}") from None
+    from goodput_agent.ledger.records import claim_ids_of
+
     with open_ledger(_ledger_path(ledger_path)) as lg:
-        claims = list(claim_ids) or [r["id"] for r in lg.rows(
-            "SELECT id FROM claims WHERE investigation_id = ? ORDER BY id LIMIT 1",
-            [investigation_id])]
-        known = {r["id"] for r in lg.rows("SELECT id FROM claims WHERE investigation_id = ?",
-                                          [investigation_id])}
+        known = claim_ids_of(lg, investigation_id)
+        claims = list(claim_ids) or known[:1]
         if not claims or not set(claims) <= known:
             raise BadInput(f"{lg.path}: investigation {investigation_id} has no claim "
                            f"{sorted(set(claims) - known) or ''}".rstrip())

@@ -74,6 +74,7 @@ def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, plan
     """Talk with a model (Claude, or a self-hosted one) about an incident bundle or an
     investigation (/ledger /evidence N /actions /quit)."""
     from goodput_agent.ledger import open_ledger
+    from goodput_agent.ledger.records import investigation_row
 
     if (bundle is None) == (inv_id is None):
         raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
@@ -81,10 +82,10 @@ def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, plan
     settings = claude_settings(backend, flags)
     with open_ledger(ledger_path) as ledger:
         if inv_id is not None:
-            row = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
-            if not row:
+            row = investigation_row(ledger, inv_id)
+            if row is None:
                 raise BadInput(f"{ledger.path}: no investigation {inv_id}")
-            target, kind = row[0]["target"], row[0]["kind"]
+            target, kind = row.target, row.kind
             bundle = Path(target) if target and Path(target).exists() else None
         _chat_over(settings, ledger, bundle, inv_id, kind if inv_id else None)
 
@@ -138,6 +139,7 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
     from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES, suite_dir
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import Ledger
+    from goodput_agent.ledger.records import count
     from goodput_agent.planner.claude_store import usage_totals
     from goodput_agent.untrusted import markup
 
@@ -157,8 +159,7 @@ def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[
                 report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS, claude=claude,
                                             pictures_dir=Path(tmp) / "pictures")
                 inv = report.investigation_id or ""
-                calls = ledger.rows("SELECT count(*) AS n FROM tool_calls WHERE "
-                                    "investigation_id = ?", [inv])[0]["n"]
+                calls = count(ledger, "tool_calls", inv)
                 use = usage_totals(ledger, inv) or {}
                 row[name] = {"category": report.root_cause.category,
                              "ok": report.root_cause.category == expected["category"],

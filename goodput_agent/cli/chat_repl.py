@@ -9,9 +9,11 @@ from typing import Any, TextIO
 
 from rich.console import Console
 
+from goodput_agent.approval.gate import action_status
 from goodput_agent.chat import ChatSession
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.records import evidence_row
 from goodput_agent.planner.claude_client import ModelCallFailed
 from goodput_agent.planner.claude_evidence import read_page
 from goodput_agent.untrusted import line, markup, visible
@@ -47,29 +49,20 @@ def slash(command: str, session: ChatSession, console: Console) -> bool:
         except LookupError as exc:
             console.print(markup(str(exc)))
             return True
-        row = ledger.rows("SELECT locator FROM evidence WHERE id = ?", [eid])
-        console.print(f"[bold]E{eid}[/] {markup(row[0]['locator'] if row else '')}")
+        row = evidence_row(ledger, eid, inv_id)
+        console.print(f"[bold]E{eid}[/] {markup(row.locator if row else '')}")
         console.print(markup(text), highlight=False, soft_wrap=True)
     elif name == "/actions":
-        rows = ledger.rows("SELECT * FROM actions WHERE investigation_id = ? ORDER BY id",
-                           [inv_id])
+        rows = actions_of(ledger, inv_id)
         for a in rows:
-            console.print(f"action {a['id']} \\[{markup(_status(ledger, a))}] {markup(a['tool'])} "
-                          f"{markup(a['args_json'])}", highlight=False, soft_wrap=True)
+            console.print(f"action {a.id} \\[{markup(action_status(ledger, a.id))}] "
+                          f"{markup(a.tool)} {markup(json.dumps(a.args, sort_keys=True))}",
+                          highlight=False, soft_wrap=True)
         if not rows:
             console.print("no actions proposed")
     else:
         console.print(f"commands: {HELP}")
     return True
-
-
-def _status(ledger: Ledger, action: dict[str, Any]) -> str:
-    try:
-        from goodput_agent.approval.gate import action_status
-
-        return action_status(ledger, action["id"])
-    except Exception:  # noqa: BLE001 - a ledger without the gate's rows: the row's own status
-        return str(action["status"])
 
 
 def run_chat(session: ChatSession, stdin: TextIO | None = None,

@@ -61,7 +61,7 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, policy_path: Path 
 def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
                          out: Path) -> None:
     """Every rank's first error of a failure on one clock (the latest investigation by default)."""
-    from goodput_agent.ledger_reader import read_ledger
+    from goodput_agent.ledger.reader import read_ledger
     from goodput_agent.pictures.failure_timeline import draw_failure_timeline
     from goodput_agent.web.views import report_of
 

@@ -17,6 +17,8 @@ from pydantic import ValidationError
 
 from goodput_agent import __version__
 from goodput_agent.ledger import Ledger, digest
+from goodput_agent.ledger.chat import claims_of
+from goodput_agent.ledger.records import count
 from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.base import UNPARSED_ARGS, ToolCall
 from goodput_agent.planner.claude_client import (
@@ -168,9 +170,7 @@ class Agent:
         self._record(Turn([], "context_length_exceeded", None, 0, 0, 0, 0, 0.0), None)
 
     def _record(self, turn: Turn, cost: float | None) -> None:
-        seq = int(self.ledger.con.execute("SELECT count(*) FROM llm_calls WHERE "
-                                          "investigation_id = ?", [self.inv_id]).fetchone()[0])
-        record_llm_call(self.ledger, self.inv_id, seq + 1, self.settings.model, turn, cost)
+        record_llm_call(self.ledger, self.inv_id, self.settings.model, turn, cost)
 
     def call(self, on_text: Callable[[str], None] | None = None) -> Turn:
         self._compact()
@@ -199,9 +199,7 @@ class Agent:
     # --- tools -----------------------------------------------------------------------
 
     def seq(self) -> int:
-        return int(self.ledger.con.execute(
-            "SELECT count(*) FROM tool_calls WHERE investigation_id = ?",
-            [self.inv_id]).fetchone()[0]) + 1
+        return count(self.ledger, "tool_calls", self.inv_id) + 1
 
     def run_tool(self, name: str, args: Any) -> ToolOutcome:
         limit = self.settings.budgets.max_tool_calls
@@ -259,8 +257,7 @@ class Agent:
         return ToolOutcome(f"recorded claim {cid}")
 
     def _claims(self) -> dict[int, dict[str, Any]]:
-        return {r["id"]: r for r in self.ledger.rows(
-            "SELECT * FROM claims WHERE investigation_id = ? ORDER BY id", [self.inv_id])}
+        return claims_of(self.ledger, self.inv_id)
 
     def _propose_action(self, a: ProposeActionInput) -> ToolOutcome:
         tool = registry().get(a.tool)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from goodput_agent.events import Event, Role
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.records import evidence_row
 from goodput_agent.planner.base import StepResult
 from goodput_agent.planner.claude_store import record_tool_output, tool_output_lines
 from goodput_agent.redact import redact
@@ -167,16 +168,17 @@ def read_page(ledger: Ledger, inv_id: str, evidence_id: int, start: int, count: 
     lines = tool_output_lines(ledger, inv_id, evidence_id)
     if lines is None:
         if ledger.evidence_exists(inv_id, evidence_id):
-            row = ledger.rows("SELECT excerpt FROM evidence WHERE id = ?", [evidence_id])[0]
-            return f"[E{evidence_id}] {row['excerpt']}", evidence_id
+            row = evidence_row(ledger, evidence_id, inv_id)
+            return f"[E{evidence_id}] {row.excerpt if row else ''}", evidence_id
         raise LookupError(f"no evidence E{evidence_id} in this investigation")
     start = max(1, start)
     page = lines[start - 1:start - 1 + max(1, count)]
     if not page:
         raise LookupError(f"E{evidence_id} has {len(lines)} lines; start {start} is past the end")
-    src = ledger.rows("SELECT tool_call_id, source FROM evidence WHERE id = ?", [evidence_id])[0]
+    src = evidence_row(ledger, evidence_id, inv_id)
+    assert src is not None  # its tool output was found above
     end = start + len(page) - 1
-    eid = ledger.record_evidence(inv_id, src["tool_call_id"], src["source"],
+    eid = ledger.record_evidence(inv_id, src.tool_call_id, src.source,
                                  f"E{evidence_id} lines {start}-{end}",
                                  "\n".join(page)[:EXCERPT_CHARS], None) if record else evidence_id
     text = "\n".join(f"{start + i}: {x[:400]}" for i, x in enumerate(page))

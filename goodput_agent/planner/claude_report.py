@@ -8,6 +8,8 @@ import json
 from typing import TYPE_CHECKING
 
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.records import evidence_rows
 from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.claude_tools import FinishInput
 from goodput_agent.planner.loop import store_report
@@ -22,23 +24,18 @@ if TYPE_CHECKING:
 def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
     if not ids:
         return []
-    marks = ", ".join("?" for _ in ids)
-    rows = ledger.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
-                       "ORDER BY id", [inv_id, *ids])
-    return [EvidenceItem(id=r["id"], source=r["source"], locator=r["locator"],
-                         excerpt=r["excerpt"],
-                         time=r["event_time"].isoformat() if r["event_time"] else None)
-            for r in rows]
+    return [EvidenceItem(id=r.id, source=r.source, locator=r.locator, excerpt=r.excerpt or "",
+                         time=r.event_time.isoformat() if r.event_time else None)
+            for r in evidence_rows(ledger, inv_id, ids)]
 
 
 def model_report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
             unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
     ledger, inv_id = agent.ledger, agent.inv_id
     claims = agent._claims()
-    actions = [ProposedAction(id=a["id"], tool=a["tool"], args=json.loads(a["args_json"]),
-                              mutating=a["mutating"], rationale=a["rationale"])
-               for a in ledger.rows("SELECT * FROM actions WHERE investigation_id = ? "
-                                    "ORDER BY id", [inv_id])]
+    actions = [ProposedAction(id=a.id, tool=a.tool, args=a.args, mutating=a.mutating,
+                              rationale=a.rationale or "")
+               for a in actions_of(ledger, inv_id)]
     if f is None:
         so_far = [f"claim {c['id']} ({c['status']}, {c['confidence']:.2f}): {c['statement']}"
                   for c in claims.values()]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from goodput_agent.approval import store
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.records import conclusion_row, investigation_row
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.verify.model import VerifyResult
 
@@ -36,24 +37,22 @@ def verify_investigation(ledger: Ledger, inv_id: str, after: Path | None,
                          window: TimeWindow | None = None) -> tuple[VerifyResult, list[int]]:
     """The verdict, and the verification rows written: one per action executed through the gate
     (or, when none was, one per proposed action: the fix may have been applied by hand)."""
-    inv = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
-    conc = ledger.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
-    if not inv or not conc:
+    inv = investigation_row(ledger, inv_id)
+    conc = conclusion_row(ledger, inv_id)
+    if inv is None or conc is None:
         raise BadInput(f"{ledger.path}: no concluded investigation {inv_id}")
     if after is None and source is None:
         raise BadInput("verify needs an after bundle (--after) or a live source (--prometheus)")
     if after is not None and not after.exists():
         raise BadInput(f"{after}: no such file or directory")
-    target = Path(inv[0]["target"]) if inv[0]["target"] else None
+    target = Path(inv.target) if inv.target else None
     before = before or (target if target is not None and target.exists() else None)
-    result = measure(inv[0]["kind"], json.loads(conc[0]["report_json"]), before, after, source,
-                     window)
-    actions = ledger.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id",
-                          [inv_id])
-    executed = [a["id"] for a in actions
-                if any(e.kind == "execution" and e.ok for e in store.events(ledger, a["id"]))]
+    result = measure(inv.kind or "", conc.report, before, after, source, window)
+    actions = actions_of(ledger, inv_id)
+    executed = [a.id for a in actions
+                if any(e.kind == "execution" and e.ok for e in store.events(ledger, a.id))]
     rows = []
-    for aid in executed or [a["id"] for a in actions]:
+    for aid in executed or [a.id for a in actions]:
         row = store.record_event(
             ledger, store.action_row(ledger, aid), "verification", actor="goodput verify",
             ok=result.verdict == "recovered", reason=result.verdict,

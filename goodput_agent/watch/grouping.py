@@ -22,14 +22,13 @@ the queue when the group is decided); `--once` does not wait: what one poll saw 
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
-from typing import Any
 
 from pydantic import BaseModel
 
-from goodput_agent.watch.store import GROUPED, WatchStore
+from goodput_agent.ledger.watch import OpenGroup
+from goodput_agent.watch.store import WatchStore
 from goodput_agent.watch.trigger import Trigger
 
 INFRA_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL", "DOWN", "DRAIN", "DRAINED", "DRAINING",
@@ -106,42 +105,28 @@ def plan(store: WatchStore, rule: GroupRule, now: datetime, hold: bool,
 
 
 def make_group(store: WatchStore, representative: Trigger, members: list[Trigger]) -> None:
-    gkey = group_key_of(representative)
-    with store.lock:
-        con = store.con
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute("INSERT OR IGNORE INTO watch_groups VALUES (?, ?, ?, ?, now())",
-                        [gkey, representative.key, json.dumps(shared_signals(members)),
-                         representative.occurred_at])
-            for m in members:
-                status_sql = "" if m.key == representative.key else ", status = ?"
-                params: list[Any] = [gkey] + ([] if m.key == representative.key else [GROUPED])
-                con.execute(f"UPDATE watch_triggers SET group_key = ?{status_sql} "
-                            "WHERE key = ?", [*params, m.key])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    store.queue.make_group(group_key_of(representative), representative.key,
+                           shared_signals(members), representative.occurred_at,
+                           [m.key for m in members])
 
 
-def open_group_for(rule: GroupRule) -> Any:
+def open_group_for(rule: GroupRule) -> GroupAssigner:
+    return GroupAssigner(rule)
+
+
+class GroupAssigner:
     """For WatchStore.enqueue: the open group each new trigger belongs to, if any."""
-    window = timedelta(seconds=rule.window_s)
 
-    def assign(con: Any, triggers: list[Trigger]) -> dict[str, str]:
-        first = min(t.occurred_at for t in triggers)
-        last = max(t.occurred_at for t in triggers)
-        groups = [(g, set(json.loads(sig or "[]")), at) for g, sig, at in con.execute(
-            "SELECT group_key, signals, first_at FROM watch_groups WHERE first_at <= ? AND "
-            "first_at >= ? ORDER BY first_at, group_key", [last, first - window]).fetchall()]
+    def __init__(self, rule: GroupRule):
+        self.window_s = rule.window_s
+
+    def __call__(self, triggers: list[Trigger], groups: list[OpenGroup]) -> dict[str, str]:
+        window = timedelta(seconds=self.window_s)
         found: dict[str, str] = {}
         for t in triggers if groups else []:
             mine = signals(t)
-            for gkey, sig, at in groups:
-                if at <= t.occurred_at <= at + window and mine & sig:
-                    found[t.key] = gkey
+            for g in groups:
+                if g.first_at <= t.occurred_at <= g.first_at + window and mine & set(g.signals):
+                    found[t.key] = g.group_key
                     break
         return found
-
-    return assign

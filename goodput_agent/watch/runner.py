@@ -61,12 +61,11 @@ class WatchOptions(BaseModel):
 
 
 class RunLedger(Ledger):
-    """A worker's own connection to the watch's ledger (a DuckDB cursor: safe in its thread);
-    each investigation it starts is linked to the trigger at once."""
+    """A worker's handle on the watch's ledger (its own staging; sessions are per call): each
+    investigation it starts is linked to the trigger at once."""
 
     def __init__(self, base: Ledger, on_start: Callable[[str], None]):  # noqa: D107
-        self.path = base.path
-        self.con = base.con.cursor()
+        super().__init__(base.path)
         self._on_start = on_start
 
     def start_investigation(self, *args: Any, **kwargs: Any) -> str:
@@ -164,7 +163,7 @@ class Watch:
             log.warning("watch: %s failed (attempt %d): %s", t.key, queued.attempts, exc)
             return
         finally:
-            lg.con.close()
+            lg.close()
         inv_id = report.investigation_id or ""
         self.store.finish(t.key, inv_id)
         self.summary.investigated += 1

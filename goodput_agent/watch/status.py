@@ -1,6 +1,6 @@
 """What `goodput watch status` and the web's watch page show: each source's health and lag,
-the queue by state, the storm groups and the latest incidents. Read from a read-only ledger
-(a snapshot while the watch holds the file)."""
+the queue by state, the storm groups and the latest incidents. Read in one read session of the
+ledger, while the watch runs or after it stopped."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.watch.store import STATES, group_rows, trigger_rows
+from goodput_agent.ledger.watch import (
+    WatchQueue,
+    group_rows,
+    has_watch,
+    health_rows,
+    trigger_rows,
+)
 
 
 class SourceHealth(BaseModel):
@@ -36,26 +42,17 @@ class WatchStatus(BaseModel):
         return all(s.ok for s in self.sources)
 
 
-def has_watch(ledger: Ledger) -> bool:
-    row = ledger.con.execute("SELECT count(*) FROM information_schema.tables "
-                             "WHERE table_name = 'watch_triggers'").fetchone()
-    return bool(row and row[0])
-
-
 def status_from(ledger: Ledger, limit: int = 50) -> WatchStatus | None:
     if not has_watch(ledger):
         return None
-    from goodput_agent.watch.store import WatchStore
-
-    health = WatchStore.health_rows(ledger)
-    counts = {s: 0 for s in STATES} | {r["status"]: int(r["n"]) for r in ledger.rows(
-        "SELECT status, count(*) AS n FROM watch_triggers GROUP BY status")}
+    health = health_rows(ledger)
+    counts = WatchQueue(ledger).counts()
     return WatchStatus(sources=[SourceHealth(**h) for h in health], queue=counts,
                        groups=group_rows(ledger), incidents=trigger_rows(ledger, limit))
 
 
 def read_status(path: Path) -> WatchStatus | None:
-    from goodput_agent.ledger_reader import read_ledger
+    from goodput_agent.ledger.reader import read_ledger
 
     with read_ledger(path) as (ledger, _):
         return status_from(ledger)

@@ -9,10 +9,9 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.records import investigation_row
 from goodput_agent.web.excerpt import bundle_root
 
 MAX_QUESTION = 4000
@@ -42,10 +41,7 @@ def conversation(ledger: Ledger, inv_id: str) -> list[dict[str, str]]:
     the ledger context given to the model are left out)."""
     from goodput_agent.planner.claude_store import chat_messages
 
-    try:
-        messages = chat_messages(ledger, inv_id)
-    except duckdb.CatalogException:  # a ledger from before chat existed
-        return []
+    messages = chat_messages(ledger, inv_id)
     out: list[dict[str, str]] = []
     for m in messages:
         for b in _blocks(m["content"]):
@@ -73,10 +69,10 @@ def ask(ledger_path: Path, inv_id: str, question: str, settings: Any,
     if not question:
         raise BadInput("an empty question")
     with Ledger(ledger_path) as ledger:
-        rows = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])
-        if not rows:
+        row = investigation_row(ledger, inv_id)
+        if row is None:
             raise BadInput(f"{ledger_path}: no investigation {inv_id}")
-        target, kind = rows[0]["target"], rows[0]["kind"]
+        target, kind = row.target, row.kind
         bundle = bundle_root(target, cwd)
         with (open_bundle(bundle) if bundle is not None else nullcontext()) as opened:
             session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),

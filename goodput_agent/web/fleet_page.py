@@ -21,6 +21,7 @@ from goodput_agent.accounting.fleet import fleet_report
 from goodput_agent.accounting.fleet_drain import DRAIN_TOOL, PLANNER
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import proposals_by
 from goodput_agent.timespec import looking_back
 
 SACCT_ENV = "GOODPUT_FLEET_SACCT"
@@ -31,11 +32,7 @@ Reading = Callable[[Request, Any], Response]
 
 
 def _proposals(led: Ledger) -> list[dict[str, Any]]:
-    return led.rows(
-        "SELECT a.id, a.investigation_id, json_extract_string(a.args_json, '$.node') AS node, "
-        "a.created_at, (SELECT count(*) FROM action_events e WHERE e.action_id = a.id) AS events "
-        "FROM actions a JOIN investigations i ON i.id = a.investigation_id "
-        "WHERE i.planner = ? AND a.tool = ? ORDER BY a.id DESC LIMIT 100", [PLANNER, DRAIN_TOOL])
+    return proposals_by(led, PLANNER, DRAIN_TOOL)
 
 
 def fleet_view(led: Ledger, since_text: str, sacct: Path | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.records import conclusion_row
 from goodput_agent.pictures.report_pictures import FAILURE_TIMELINE
 from goodput_agent.web.chat import chat_settings, conversation
 from goodput_agent.web.excerpt import source_view, trace_step
@@ -65,8 +66,8 @@ class InvestigationPages:
             ev = view["ev"]
             src = source_view(view["inv"]["target"], ev["locator"], ev["excerpt"],
                               cwd=site.config.cwd)
-            conc = led.rows("SELECT * FROM conclusions WHERE investigation_id = ?", [inv_id])
-            rep = report_of(conc[0] if conc else None)
+            conc = conclusion_row(led, inv_id)
+            rep = report_of(conc.model_dump() if conc else None)
             pictures = list(enumerate(site.pictures_of(rep, inv_id))) \
                 if src.origin == "ledger" else []
             step = trace_step(ev["locator"])

@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Route
 
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
-from goodput_agent.ledger_reader import LedgerBusy, read_ledger
+from goodput_agent.ledger.reader import LedgerBusy, read_ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg
 from goodput_agent.web.excerpt import draw_trace_step
 from goodput_agent.web.site import SVG_CSP, Site

@@ -4,12 +4,10 @@ connection at a time, the picture cache, and the ways a page reads or writes the
 from __future__ import annotations
 
 import tempfile
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import structlog
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -17,8 +15,8 @@ from starlette.templating import Jinja2Templates
 
 from goodput_agent import __version__, untrusted
 from goodput_agent.errors import BadInput
-from goodput_agent.ledger import Ledger
-from goodput_agent.ledger_reader import LedgerBusy, read_ledger
+from goodput_agent.ledger import Ledger, LedgerError
+from goodput_agent.ledger.reader import LedgerBusy, read_ledger
 from goodput_agent.web.config import ServeConfig
 from goodput_agent.web.security import SESSION_COOKIE
 from goodput_agent.web.views import picture_paths
@@ -44,9 +42,6 @@ class Site:
         # every printed value: control characters from bundles shown (autoescape escapes HTML)
         self.templates.env.finalize = untrusted.html
         self.templates.env.globals["version"] = __version__
-        self.lock = threading.RLock()  # one ledger connection at a time in this process
-        # a chat holds the ledger for writing: pages read snapshots
-        self.chatting = threading.Event()
         self.cache = Path(tempfile.mkdtemp(prefix="goodput-web-pictures-"))
 
     def pictures_of(self, rep: Any, inv_id: str) -> list[Path]:
@@ -67,21 +62,18 @@ class Site:
         """Run `fn(ledger, info)` on a read-only ledger; busy and bad input become pages."""
         config = self.config
         try:
-            if self.chatting.is_set():
-                with read_ledger(config.ledger, snapshot=True) as (ledger, info):
-                    return fn(ledger, info)
-            with self.lock, read_ledger(config.ledger) as (ledger, info):
+            with read_ledger(config.ledger) as (ledger, info):
                 return fn(ledger, info)
         except LedgerBusy as exc:
             return self.problem(request, 503, str(exc))
         except BadInput as exc:
             return self.problem(request, 404, str(exc))
-        except duckdb.Error as exc:  # e.g. a ledger from before approvals existed
+        except LedgerError as exc:  # e.g. a ledger file that is not one
             return self.problem(request, 500, f"{config.ledger}: {str(exc).splitlines()[0]}")
 
     def writing(self, request: Request, fn: Any) -> Response:
         try:
-            with self.lock, Ledger(self.config.ledger) as led:
+            with Ledger(self.config.ledger) as led:
                 return fn(led)
         except BadInput as exc:  # held by another process past the wait, or unreadable
             return self.problem(request, 503, str(exc))

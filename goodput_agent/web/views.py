@@ -7,11 +7,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from pydantic import ValidationError
 
 from goodput_agent.approval import store
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.records import (
+    claims_citing,
+    evidence_row,
+    investigation_row,
+    tool_call_row,
+)
 from goodput_agent.report import Report
 
 
@@ -45,16 +51,10 @@ def picture_paths(report: Report | None, ledger_path: Path, inv_id: str,
 def action_statuses(ledger: Ledger, inv_id: str) -> dict[int, str]:
     """Each action's status from its approval rows; 'proposed' for a ledger written before
     approvals existed (no action_events table)."""
-    actions = ledger.rows("SELECT id FROM actions WHERE investigation_id = ? ORDER BY id",
-                          [inv_id])
-    try:
-        evs = store.investigation_events(ledger, inv_id)
-    except duckdb.CatalogException:
-        evs = []
     by: dict[int, list[store.Event]] = {}
-    for e in evs:
+    for e in store.investigation_events(ledger, inv_id):
         by.setdefault(e.action_id, []).append(e)
-    return {a["id"]: store.status_of(by.get(a["id"], [])) for a in actions}
+    return {a.id: store.status_of(by.get(a.id, [])) for a in actions_of(ledger, inv_id)}
 
 
 def investigation_list(ledger: Ledger, limit: int = 200) -> list[dict[str, Any]]:
@@ -103,15 +103,10 @@ def _summary(text: str | None) -> str:
 
 
 def evidence_view(ledger: Ledger, inv_id: str, ev_id: int) -> dict[str, Any] | None:
-    rows = ledger.rows("SELECT * FROM evidence WHERE id = ? AND investigation_id = ?",
-                       [ev_id, inv_id])
-    if not rows:
+    found = evidence_row(ledger, ev_id, inv_id)
+    inv = investigation_row(ledger, inv_id)
+    if found is None or inv is None:
         return None
-    ev = rows[0]
-    citing = [c for c in ledger.rows("SELECT * FROM claims WHERE investigation_id = ? "
-                                     "ORDER BY id", [inv_id])
-              if ev_id in _ids(c["supporting"]) or ev_id in _ids(c["contradicting"])]
-    call = ledger.rows("SELECT * FROM tool_calls WHERE id = ?", [ev["tool_call_id"]]) \
-        if ev["tool_call_id"] is not None else []
-    inv = ledger.rows("SELECT * FROM investigations WHERE id = ?", [inv_id])[0]
-    return {"ev": ev, "claims": citing, "call": call[0] if call else None, "inv": inv}
+    call = tool_call_row(ledger, found.tool_call_id) if found.tool_call_id is not None else None
+    return {"ev": found.model_dump(), "claims": claims_citing(ledger, inv_id, ev_id),
+            "call": call.model_dump() if call else None, "inv": inv.model_dump()}

@@ -194,7 +194,7 @@ def test_the_run_row_makes_a_second_start_impossible(ledger, policy) -> None:  #
     store.start_execution(ledger, action, "alice", 1, T0)
     with pytest.raises(store.AlreadyStarted):
         store.start_execution(ledger, action, "bob", 2, T0)
-    kinds = [e.kind for e in store.events(ledger, action["id"])]
+    kinds = [e.kind for e in store.events(ledger, action.id)]
     assert kinds == ["execution_started"]  # the second transaction left nothing behind
 
 
@@ -206,9 +206,9 @@ def test_a_start_without_a_result_blocks_reruns_and_counts_as_drained(  # noqa: 
     approve_action(ledger, first, "alice", policy, now=T0)
     action = store.action_row(ledger, first)
     target = registry()["slurm_drain_node"].target(registry()[
-        "slurm_drain_node"].input_model.model_validate(action["args"]))
+        "slurm_drain_node"].input_model.model_validate(action.args))
     store.start_execution(ledger, action, "alice", 1, T0,
-                          detail={"args": action["args"], "target": target.model_dump()})
+                          detail={"args": action.args, "target": target.model_dump()})
     assert action_status(ledger, first) == "executing"
     with pytest.raises(GateRefused, match="already executing"):
         approve_action(ledger, first, "bob", policy, now=T0)
