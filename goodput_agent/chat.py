@@ -67,7 +67,13 @@ class ChatSession:
     def ask(self, question: str, on_text: Callable[[str], None],
             on_tool: Callable[[str, Any, float, bool], None]) -> tuple[str, str | None]:
         """One answer: model turns and tool calls until the model stops, within the budgets.
-        Returns the answer's text and, when a budget stopped it, which."""
+        Returns the answer's text and, when a budget stopped it, which. The turn's rows reach
+        the ledger together when it ends (others read the conversation turn by turn)."""
+        with self.ledger.staging(self.inv_id):
+            return self._ask(question, on_text, on_tool)
+
+    def _ask(self, question: str, on_text: Callable[[str], None],
+             on_tool: Callable[[str, Any, float, bool], None]) -> tuple[str, str | None]:
         agent = self.agent
         agent.reset_budgets()
         if not agent.messages:

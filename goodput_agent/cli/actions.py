@@ -385,9 +385,9 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, auth
     with open_ledger(_ledger_path(ledger_path)) as lg:
         known = claim_ids_of(lg, investigation_id)
         claims = list(claim_ids) or known[:1]
-        if not claims or not set(claims) <= known:
+        if not claims or not set(claims) <= set(known):
             raise BadInput(f"{lg.path}: investigation {investigation_id} has no claim "
-                           f"{sorted(set(claims) - known) or ''}".rstrip())
+                           f"{sorted(set(claims) - set(known)) or ''}".rstrip())
         aid = lg.record_action(investigation_id, tool, args, True,
                                f"proposed by {author.strip()}: {why.strip()}", claims)
     if as_json:

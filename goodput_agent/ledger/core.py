@@ -134,15 +134,14 @@ class Ledger:
 
     @contextmanager
     def staging(self, inv_id: str) -> Iterator[None]:
-        """Writes to an existing investigation (a chat turn) staged and inserted together."""
-        if inv_id in self._staged:
-            yield
-            return
-        self._staged[inv_id] = Staging(inv_id, self._reserve)
+        """Writes to an investigation (a chat turn) staged and inserted together at the end of
+        the block; one this handle is still recording keeps staging after it."""
+        if inv_id not in self._staged:
+            self._staged[inv_id] = Staging(inv_id, self._reserve)
         try:
             yield
         finally:
-            self._flush(inv_id, None)
+            self._flush(inv_id, None, keep=True)
 
     def _reserve(self, n: int) -> tuple[int, int]:
         with self.writing() as con:
@@ -213,8 +212,11 @@ class Ledger:
         interrupted)."""
         self._flush(inv_id, None)
 
-    def _flush(self, inv_id: str, conclusion: tuple[Any, ...] | None) -> None:
-        staged = self._staged.pop(inv_id, None)
+    def _flush(self, inv_id: str, conclusion: tuple[Any, ...] | None,
+               keep: bool = False) -> None:
+        """The staged rows (and the conclusion) in one transaction; `keep`: the investigation
+        stays open for more (a chat's next turn)."""
+        staged = self._staged.get(inv_id) if keep else self._staged.pop(inv_id, None)
         if conclusion is None and (staged is None or not staged.count):
             return
         with self.writing() as con:
@@ -222,6 +224,8 @@ class Ledger:
                 insert_rows(con, table, rows)
             if conclusion is not None:
                 con.execute(schema.insert_sql("conclusions"), list(conclusion))
+        if staged is not None and keep:
+            staged.clear()
 
     def staged_rows(self, inv_id: str, table: str) -> list[dict[str, Any]]:
         """Rows an investigation in progress recorded and has not inserted yet."""

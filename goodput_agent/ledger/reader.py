@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from goodput_agent.ledger.core import Ledger
@@ -17,8 +16,7 @@ from goodput_agent.ledger.files import LedgerBusy
 
 @dataclass(slots=True)
 class ReadInfo:
-    snapshot_at: datetime | None = None  # pages read the file itself: never a copy
-    open_ms: float = 0.0
+    open_ms: float = 0.0  # waiting for the file and opening it
 
 
 @contextmanager

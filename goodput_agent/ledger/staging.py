@@ -41,6 +41,10 @@ class Staging:
     def ids(self, table: str) -> set[int]:
         return {r[0] for r in self.tables[table]}
 
+    def clear(self) -> None:
+        """Inserted: what comes next is new (the ids go on from the same block)."""
+        self.tables = {t: [] for t in STAGED}
+
     @property
     def count(self) -> int:
         return sum(len(v) for v in self.tables.values())

@@ -1,7 +1,7 @@
 """The review server: Starlette routes over the ledger, pages rendered on the server with
 Jinja2, pictures as SVG from the CLI's renderers, static files served from the package.
 
-Pages only read (a read-only connection per request, a snapshot when another process writes).
+Pages only read (one short read session of the ledger per request, goodput_agent/ledger/).
 The two POSTs — approve and reject — go through the approval gate (goodput_agent.approval.gate)
 and nothing else writes.
 

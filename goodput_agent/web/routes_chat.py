@@ -31,15 +31,11 @@ class ChatPages:
             return site.problem(request, 409, f"chat is not configured: {why_not}")
 
         def talk() -> Response:
-            site.chatting.set()
             try:
-                with site.lock:
-                    spent = chat_ask(config.ledger, inv_id, data.get("question", ""),
-                                     settings, cwd=config.cwd)
+                spent = chat_ask(config.ledger, inv_id, data.get("question", ""), settings,
+                                 cwd=config.cwd)
             except BadInput as exc:
                 return site.problem(request, 400, str(exc))
-            finally:
-                site.chatting.clear()
             suffix = f"?stopped={spent}" if spent else ""
             return RedirectResponse(f"/inv/{inv_id}{suffix}#chat", status_code=303)
         return await run_in_threadpool(talk)

@@ -26,7 +26,7 @@ class PicturePages:
         site = self.site
         inv_id, ev_id = request.path_params["inv_id"], request.path_params["ev_id"]
         try:
-            with site.lock, read_ledger(site.config.ledger) as (led, _):
+            with read_ledger(site.config.ledger) as (led, _):
                 view = evidence_view(led, inv_id, ev_id)
         except (LedgerBusy, BadInput) as exc:
             return PlainTextResponse(str(exc), status_code=503)

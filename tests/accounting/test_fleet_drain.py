@@ -30,7 +30,7 @@ def test_a_named_node_gets_a_proposed_drain_and_nothing_runs(tmp_path: Path) -> 
         assert [(p.node, p.status) for p in proposals] == [("gpu99", "proposed")]
         p = proposals[0]
         action = ledger.rows("SELECT * FROM actions WHERE id = ?", [p.action_id])[0]
-        assert action.tool == "slurm_drain_node" and action["mutating"]
+        assert action["tool"] == "slurm_drain_node" and action["mutating"]
         assert '"node": "gpu99"' in action["args_json"]
         claim = ledger.rows("SELECT * FROM claims WHERE id = ?", [p.claim_id])[0]
         assert claim["node"] == "gpu99" and claim["investigation_id"] == p.investigation_id

@@ -44,7 +44,8 @@ def test_a_huge_result_is_cut_to_budget_and_paged_from_the_ledger(tmp_path: Path
         assert "Xid 79" in text  # the one primary among 5000 is shown
         assert len(ids) <= 41  # one per shown line plus the whole output
         whole = ids[0]
-        stored = lg.rows("SELECT line_count FROM tool_outputs WHERE evidence_id = ?", [whole])
+        stored = [r for r in lg.staged_rows(inv, "tool_outputs")  # recorded, not yet inserted
+                  if r["evidence_id"] == whole]
         assert stored[0]["line_count"] >= 5000
         page, page_id = read_page(lg, inv, whole, 4990, 5, budget=2000)
         assert "watchdog timeout seq 4989" in page and "(lines 4995-" in page

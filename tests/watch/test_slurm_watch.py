@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.ledger import Ledger
-from goodput_agent.ledger_reader import read_ledger
+from goodput_agent.ledger.reader import read_ledger
 from tests.servers.slurm import SlurmCluster, cluster_with_a_time_limit_job
 
 SLEEPER = "#!/bin/bash\necho started; sleep 300\n"
