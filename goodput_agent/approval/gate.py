@@ -19,12 +19,14 @@ import structlog
 from pydantic import BaseModel
 
 from goodput_agent.approval import store
+from goodput_agent.approval.approvals import already_approved_by, shortfall, standing
 from goodput_agent.approval.gate_checks import (
     Checked,
     live_reasons,
     now_or_utc,
     policy_reasons,
 )
+from goodput_agent.approval.identity import Identity
 from goodput_agent.approval.policy import Policy
 from goodput_agent.approval.store import (
     Approval,
@@ -99,9 +101,12 @@ def record_refusal(ledger: Ledger, action: ActionRow, actor: str | None, reasons
 
 
 def preview_action(ledger: Ledger, action_id: int, policy: Policy,
-                   ctx: ToolContext | None = None) -> ActionPreview:
+                   ctx: ToolContext | None = None, who: Identity | None = None
+                   ) -> ActionPreview:
+    """What would run, on which evidence, and whether the policy allows it (for `who`, when
+    the person who would approve is known)."""
     action = store.action_row(ledger, action_id)
-    reasons, tool, args = policy_reasons(ledger, action, policy, None)
+    reasons, tool, args = policy_reasons(ledger, action, policy, who)
     command = dry_run = None
     notes: list[str] = []
     if tool is not None and args is not None:
@@ -125,64 +130,47 @@ def preview_action(ledger: Ledger, action_id: int, policy: Policy,
         expires_after_s=policy.approval.expires_after.total_seconds())
 
 
-def approve_action(ledger: Ledger, action_id: int, approver: str, policy: Policy, *,
+def approve_action(ledger: Ledger, action_id: int, who: Identity, policy: Policy, *,
                    now: datetime | None = None) -> Approval:
+    """Record an approval by an authenticated person (the gate does not execute here)."""
     now = now_or_utc(now)
     action = store.action_row(ledger, action_id)
-    approver = approver.strip()
-    reasons = [] if approver else ["an approval needs the approver's name"]
+    reasons: list[str] = []
     state = action_status(ledger, action_id)
     if state in FINAL:
         reasons.append(f"action {action_id} is already {state}; propose it again to act again")
-    more, tool, parsed = policy_reasons(ledger, action, policy, approver or None)
+    more, tool, parsed = policy_reasons(ledger, action, policy, who)
     reasons += more
-    if reasons:
-        raise record_refusal(ledger, action, approver or None, reasons, now, stage="approve")
     binding: EvidenceBinding = evidence_binding(ledger, action)
+    valid, _ = standing(store.events(ledger, action_id), action.tool, args_hash(action.args),
+                        binding.digest, now)
+    mine = already_approved_by(valid, who.person)
+    if mine is not None:
+        reasons.append(f"{who.person} already approved this (approval {mine.id}); a second "
+                       "approval must come from another person")
+    if reasons:
+        raise record_refusal(ledger, action, who.person, reasons, now, stage="approve",
+                             authenticated=who.model_dump())
     return store.record_event(
-        ledger, action, "approval", actor=approver, now=now, args_hash=args_hash(action.args),
+        ledger, action, "approval", actor=who.person, now=now, args_hash=args_hash(action.args),
         evidence_digest=binding.digest, expires_at=now + policy.approval.expires_after, ok=True,
         detail={"claims": [c.model_dump() for c in binding.claims], "policy": policy.source,
-                "args": action.args,
+                "args": action.args, "authenticated": who.model_dump(),
                 "fingerprint": tool.fingerprint(parsed) if tool and parsed else {}})
 
 
-def reject_action(ledger: Ledger, action_id: int, approver: str, why: str) -> Rejection:
+def reject_action(ledger: Ledger, action_id: int, who: Identity, why: str) -> Rejection:
     from goodput_agent.errors import BadInput
 
     action = store.action_row(ledger, action_id)
-    if not approver.strip() or not why.strip():
-        raise BadInput("a rejection needs the approver's name (--as) and a reason (--why)")
+    if not why.strip():
+        raise BadInput("a rejection needs a reason (--why)")
     state = action_status(ledger, action_id)
     if state in ("executed", "failed", "verified", "rejected", "executing"):
         raise BadInput(f"action {action_id} is already {state}: nothing to reject")
-    return store.record_event(ledger, action, "rejection", actor=approver.strip(),
-                              reason=why.strip(), ok=False,
-                              args_hash=args_hash(action.args))
-
-
-def _valid_approval(evs: list[store.Event], tool: str, a_hash: str, ev_digest: str,
-                    now: datetime) -> tuple[store.Event | None, list[str]]:
-    approvals = [e for e in evs if e.kind == "approval"]
-    if not approvals:
-        return None, ["no approval: every mutating tool needs an explicit approval"]
-    used = store.used_approvals(evs)
-    why: list[str] = []
-    for a in reversed(approvals):
-        if a.id in used:
-            why.append(f"approval {a.id} was already used (single-use)")
-        elif a.tool != tool:
-            why.append(f"approval {a.id} is for {a.tool}, not {tool}")
-        elif a.args_hash != a_hash:
-            why.append(f"approval {a.id} binds arguments {a.args_hash}, these are {a_hash}")
-        elif a.evidence_digest != ev_digest:
-            why.append(f"approval {a.id} was given on other evidence ({a.evidence_digest}, now "
-                       f"{ev_digest})")
-        elif a.expires_at is None or now >= a.expires_at:
-            why.append(f"approval {a.id} expired at {a.expires_at:%Y-%m-%d %H:%M:%S %Z}")
-        else:
-            return a, []
-    return None, why[:1]
+    return store.record_event(ledger, action, "rejection", actor=who.person,
+                              reason=why.strip(), ok=False, args_hash=args_hash(action.args),
+                              detail={"authenticated": who.model_dump()})
 
 
 def _under_approval(approval_id: int, checked: ActionTarget, tool: MutatingTool,
@@ -198,25 +186,38 @@ def _under_approval(approval_id: int, checked: ActionTarget, tool: MutatingTool,
 
 def _execution_reasons(ledger: Ledger, action: ActionRow, run_args: dict[str, Any],
                        ctx: ToolContext, policy: Policy, now: datetime
-                       ) -> tuple[list[str], store.Event | None, Checked]:
+                       ) -> tuple[list[str], list[store.Event], Checked]:
     evs = store.events(ledger, action.id)
     state = store.status_of(evs)
     if state in FINAL:
         return [f"action {action.id} is already {state}: an action executes once; "
-                "propose it again to act again"], None, ([], None, None)
+                "propose it again to act again"], [], ([], None, None)
     binding = evidence_binding(ledger, action)
-    approval, reasons = _valid_approval(evs, action.tool, args_hash(run_args),
-                                        binding.digest, now)
+    valid, reasons = standing(evs, action.tool, args_hash(run_args), binding.digest, now)
     if any(e.kind == "rejection" for e in evs):
         reasons.append("the action was rejected")
     checked = policy_reasons(ledger, action.model_copy(update={"args": run_args}), policy,
-                             approval.actor if approval else None)
-    reasons += checked[0]
+                             None)
+    reasons += checked[0] + _approvers_still_allowed(valid, action.tool, policy)
     tool, parsed = checked[1], checked[2]
     if not reasons and tool is not None and parsed is not None:
-        reasons += changed_since_approval(approval, tool, parsed)
+        required = policy.tool(action.tool).approvals_for(len(tool.target(parsed).nodes))
+        reasons += shortfall(valid, required, action.tool)
+        reasons += changed_since_approval(valid[0] if valid else None, tool, parsed)
+    if not reasons and tool is not None and parsed is not None:
         reasons += live_reasons(ledger, tool, parsed, ctx, policy, now)
-    return reasons, approval, checked
+    return reasons, valid, checked
+
+
+def _approvers_still_allowed(valid: list[store.Event], tool: str, policy: Policy) -> list[str]:
+    """Each standing approval's person, as authenticated then, allowed by the policy now."""
+    out = []
+    for a in valid:
+        who = Identity.model_validate((a.detail or {}).get("authenticated") or
+                                      {"person": a.actor or "?", "via": "login"})
+        if not policy.may_approve(tool, who.person, who.groups):
+            out.append(f"{who.person!r} may no longer approve {tool} (policy {policy.source})")
+    return out
 
 
 def changed_since_approval(approval: store.Event | None, tool: MutatingTool,
@@ -240,17 +241,20 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
     now = now_or_utc(now)
     action = store.action_row(ledger, action_id)
     run_args = action.args if args is None else args
-    reasons, approval, (_, tool, parsed) = _execution_reasons(ledger, action, run_args, ctx,
-                                                             policy, now)
+    reasons, valid, (_, tool, parsed) = _execution_reasons(ledger, action, run_args, ctx,
+                                                          policy, now)
+    approval = valid[0] if valid else None
     if reasons or approval is None or tool is None or parsed is None:
         raise record_refusal(ledger, action, approval.actor if approval else None,
-                      reasons or ["not executable"], now, stage="execute", args=run_args)
+                             reasons or ["not executable"], now, stage="execute", args=run_args)
     target = tool.target(parsed)
     a_hash, digest = args_hash(run_args), approval.evidence_digest
+    approvers = {str(a.id): a.actor for a in valid}
     try:
         store.start_execution(ledger, action, approval.actor or "", approval.id, now,
                               args_hash=a_hash, evidence_digest=digest,
-                              detail={"args": run_args, "target": target.model_dump()})
+                              detail={"args": run_args, "target": target.model_dump(),
+                                      "approvals": approvers})
     except store.AlreadyStarted as exc:
         raise record_refusal(ledger, action, approval.actor, [str(exc)], now,
                              stage="execute") from None
@@ -270,7 +274,7 @@ def execute_action(ledger: Ledger, action_id: int, ctx: ToolContext, policy: Pol
         ledger, action, "execution", actor=approval.actor, now=datetime.now(UTC),
         args_hash=a_hash, evidence_digest=digest, approval_id=approval.id, ok=ok,
         reason=error, detail={"args": run_args, "target": target.model_dump(),
-                              "output": result})
+                              "approvals": approvers, "output": result})
 
 
 def action_status(ledger: Ledger, action_id: int) -> str:

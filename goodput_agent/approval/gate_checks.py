@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from goodput_agent.approval import store
+from goodput_agent.approval.identity import Identity
 from goodput_agent.approval.policy import Policy
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import ActionRow, conclusion, later_verdict
@@ -120,7 +121,7 @@ Checked = tuple[list[str], MutatingTool | None, BaseModel | None]
 
 
 def policy_reasons(ledger: Ledger, action: ActionRow, policy: Policy,
-                   approver: str | None) -> Checked:
+                   approver: Identity | None) -> Checked:
     """Every reason the policy forbids this action (static: no cluster needed)."""
     name = action.tool
     tool = _tool(name)
@@ -138,8 +139,9 @@ def policy_reasons(ledger: Ledger, action: ActionRow, policy: Policy,
     reasons: list[str] = []
     if not tp.enabled:
         reasons.append(f"{name} is not enabled by the policy ({policy.source})")
-    if approver is not None and not policy.may_approve(name, approver):
-        reasons.append(f"{approver!r} may not approve {name} (policy {policy.source})")
+    if approver is not None and not policy.may_approve(name, approver.person, approver.groups):
+        reasons.append(f"{approver.person!r} may not approve {name} (policy {policy.source}: "
+                       f"add them to tools.{name}.approvers, or to a group listed there)")
     target = tool.target(args)
     for node in target.nodes:
         if not tp.scope.node_allowed(node):

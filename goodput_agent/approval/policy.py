@@ -56,12 +56,23 @@ class ToolPolicy(_Strict):
     approvers: list[str] = Field(default_factory=list)  # names, or "group:<name>"
     scope: Scope = Field(default_factory=Scope)
     preconditions: Preconditions = Field(default_factory=Preconditions)
+    # the two-person rule: this many approvals by different people (2 for a drain, say), or
+    # two whenever the action takes more than `two_person_over_nodes` nodes out of service
+    approvals_required: int = Field(1, ge=1, le=2)
+    two_person_over_nodes: int | None = Field(None, ge=0)
+
+    def approvals_for(self, nodes: int) -> int:
+        over = self.two_person_over_nodes
+        return 2 if over is not None and nodes > over else self.approvals_required
 
 
 class Approval(_Strict):
     required: bool = True
     expires_after: timedelta = timedelta(minutes=30)
     bind_to: list[str] = Field(default_factory=lambda: ["tool", "args_hash", "evidence_digests"])
+    # login users who may approve on others' behalf with `--as` (a shared admin account, a
+    # bot): {login: [names]} ("*": anyone). Everyone else approves as themselves.
+    delegates: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("required")
     @classmethod
@@ -141,10 +152,13 @@ class Policy(_Strict):
     def tool(self, name: str) -> ToolPolicy:
         return self.tools.get(name) or ToolPolicy()
 
-    def may_approve(self, tool: str, approver: str) -> bool:
+    def may_approve(self, tool: str, approver: str, groups: list[str] | None = None) -> bool:
+        """By name, by membership of a policy group, or by a group an authenticating proxy
+        asserted for the person (its name is the policy group's)."""
         for entry in self.tool(tool).approvers:
             if entry.startswith("group:"):
-                if approver in self.groups.get(entry[len("group:"):], []):
+                group = entry[len("group:"):]
+                if approver in self.groups.get(group, []) or group in (groups or []):
                     return True
             elif entry == approver:
                 return True

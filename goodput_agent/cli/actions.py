@@ -47,27 +47,6 @@ def _echo_json(data: Any) -> None:
     click.echo(json_dumps(data))
 
 
-def live_context(tool: str, slurm_conf: Path | None, kubeconfig: Path | None):  # noqa: ANN201
-    """The cluster clients a mutating tool needs, built only for the family it belongs to."""
-    from goodput_agent.toolkit import ToolContext
-
-    if tool.startswith("slurm_"):
-        from goodput_agent.sources.slurm import SlurmCLI
-
-        return ToolContext(slurm=SlurmCLI(slurm_conf=str(slurm_conf) if slurm_conf else None))
-    if tool.startswith("k8s_"):
-        from goodput_agent.sources.errors import SourceError
-        from goodput_agent.sources.k8s import K8sSource
-
-        try:  # the same client configuration as the read-only source (kubeconfig or in-cluster)
-            api = K8sSource.connect(kubeconfig=kubeconfig).api
-        except SourceError as exc:
-            raise BadInput(f"{kubeconfig or 'kubeconfig'}: cannot configure the Kubernetes "
-                           f"client: {exc}".splitlines()[0]) from None
-        return ToolContext(kube=api)
-    return ToolContext()
-
-
 cluster_options = [
     click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
                  help="slurm.conf of the cluster to act on (default: $SLURM_CONF)."),
@@ -151,68 +130,76 @@ def render_preview(p: Any, console: Console) -> None:
             console.print(f"[red]policy: {markup(r)}[/]")
 
 
-def _approve_and_run(lg: Any, p: Any, approver: str, policy: Any, ctx: Any, yes: bool,
-                     result: dict[str, Any]) -> Any:
-    """The execution row: an action cut off by a crash gets its result from the cluster (it is
-    never run again); otherwise confirm, approve, then execute through the gate."""
-    from goodput_agent.approval.gate import approve_action, execute_action
+def _authenticated(lg: Any, action_id: int, as_name: str | None, policy: Any) -> Any:
+    """The login user (or whom the policy lets them act for); a refusal row and exit 2 when
+    --as names someone else."""
+    from goodput_agent.approval import store
+    from goodput_agent.approval.gate import record_refusal
+    from goodput_agent.approval.gate_checks import now_or_utc
+    from goodput_agent.approval.identity import NotAuthenticated, cli_identity, login_identity
 
-    if p.status == "executing":
-        from goodput_agent.approval.reconcile import reconcile_action
-
-        execution = reconcile_action(lg, p.action_id, ctx)
-    else:
-        if not p.allowed:  # records the refusal row and raises
-            approve_action(lg, p.action_id, approver, policy)
-        if not yes and not click.confirm(f"Approve and run this as {approver}?",
-                                         default=False, err=True):
-            raise BadInput("not confirmed: nothing approved, nothing ran")
-        approval = approve_action(lg, p.action_id, approver, policy)
-        result["approval"] = approval.model_dump(mode="json")
-        execution = execute_action(lg, p.action_id, ctx, policy)
-    result["execution"] = execution.model_dump(mode="json")
-    return execution
+    try:
+        return cli_identity(as_name, policy.approval.delegates)
+    except NotAuthenticated as exc:
+        try:
+            actor: str | None = login_identity().person
+        except NotAuthenticated:
+            actor = None
+        record_refusal(lg, store.action_row(lg, action_id), actor, [str(exc)], now_or_utc(None),
+                       stage="authenticate", asked_as=as_name)
+        click.echo(f"goodput: refused: {line(exc)}", err=True)
+        sys.exit(EXIT_REFUSED)
 
 
 @click.command("approve")
 @click.argument("action_id", type=int)
-@click.option("--as", "approver", required=True, help="Who approves (a name the policy lists).")
+@click.option("--as", "approver", default=None, metavar="NAME",
+              help="Approve on NAME's behalf: only where the policy lets your login user "
+                   "(approval.delegates). Default: you, the login user.")
 @click.option("--yes", is_flag=True, help="Do not ask to confirm (the preview is still shown).")
 @with_options(cluster_options)
 @policy_option
 @json_option
 @ledger_option
-def approve_cmd(action_id: int, approver: str, yes: bool, slurm_conf: Path | None,
+def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Path | None,
                 kubeconfig: Path | None, policy_path: Path | None, as_json: bool,
                 ledger_path: Path | None) -> None:
-    """Show the exact preview of an action, ask to confirm, approve it and execute it through
-    the gate. Refused (exit 2, with a ledger row) whenever the policy or the approval says no."""
+    """Show the exact preview of an action, ask to confirm, approve it as you (the login user)
+    and execute it through the gate once the approvals the policy asks for stand. Refused
+    (exit 2, with a ledger row) whenever the policy, the approval or your identity says no."""
     from goodput_agent.approval import store
+    from goodput_agent.approval.decide import approve_and_execute, live_context
     from goodput_agent.approval.gate import GateRefused, preview_action
     from goodput_agent.ledger import open_ledger
 
     policy = _policy(policy_path)
     console = TerminalConsole(stderr=as_json)
     with open_ledger(_ledger_path(ledger_path)) as lg:
-        action = store.action_row(lg, action_id)
-        ctx = live_context(action.tool, slurm_conf, kubeconfig)
-        p = preview_action(lg, action_id, policy, ctx)
+        who = _authenticated(lg, action_id, approver, policy)
+        ctx = live_context(store.action_row(lg, action_id).tool, slurm_conf, kubeconfig)
+        p = preview_action(lg, action_id, policy, ctx, who)
         render_preview(p, console)
-        result: dict[str, Any] = {"preview": p.model_dump(mode="json")}
+        result: dict[str, Any] = {"preview": p.model_dump(mode="json"),
+                                  "approver": who.model_dump()}
+        if p.allowed and p.status != "executing" and not yes and not click.confirm(
+                f"Approve and run this as {who.shown()}?", default=False, err=True):
+            raise BadInput("not confirmed: nothing approved, nothing ran")
         try:
-            execution = _approve_and_run(lg, p, approver, policy, ctx, yes, result)
+            decision = approve_and_execute(lg, action_id, who, policy, ctx)
         except GateRefused as exc:
             result["refused"] = exc.reason
             if as_json:
                 _echo_json(result)
             click.echo(f"goodput: refused: {line(exc.reason)}", err=True)
             sys.exit(EXIT_REFUSED)
-        result["status"] = store.status_of(store.events(lg, action_id))
+    result.update(decision.model_dump(mode="json"))
     if as_json:
         _echo_json(result)
+    elif decision.execution is not None:
+        _render_execution(decision.execution, console)
     else:
-        _render_execution(execution, console)
-    if not execution.ok:
+        console.print(markup(decision.waiting or decision.status))
+    if decision.execution is not None and not decision.execution.ok:
         sys.exit(EXIT_FAILED)
 
 
@@ -233,22 +220,25 @@ def _render_execution(e: Any, console: Console) -> None:
 
 @click.command("reject")
 @click.argument("action_id", type=int)
-@click.option("--as", "approver", required=True, help="Who rejects.")
+@click.option("--as", "approver", default=None, metavar="NAME",
+              help="Reject on NAME's behalf (approval.delegates). Default: you, the login user.")
 @click.option("--why", required=True, help="The reason, kept in the ledger.")
+@policy_option
 @json_option
 @ledger_option
-def reject_cmd(action_id: int, approver: str, why: str, as_json: bool,
-               ledger_path: Path | None) -> None:
-    """Reject a proposed action, with the reason (a ledger row)."""
+def reject_cmd(action_id: int, approver: str | None, why: str, policy_path: Path | None,
+               as_json: bool, ledger_path: Path | None) -> None:
+    """Reject a proposed action as you (the login user), with the reason (a ledger row)."""
     from goodput_agent.approval.gate import reject_action
     from goodput_agent.ledger import open_ledger
 
     with open_ledger(_ledger_path(ledger_path)) as lg:
-        row = reject_action(lg, action_id, approver, why)
+        who = _authenticated(lg, action_id, approver, _policy(policy_path))
+        row = reject_action(lg, action_id, who, why)
     if as_json:
         _echo_json(row.model_dump(mode="json"))
     else:
-        click.echo(line(f"action {action_id} rejected by {approver}: {why} (row {row.id})"))
+        click.echo(line(f"action {action_id} rejected by {who.shown()}: {why} (row {row.id})"))
 
 
 @click.group("policy")
@@ -357,19 +347,23 @@ def render_verification(r: Any, console: Console) -> None:
 @click.option("--args", "args_json", required=True, metavar="JSON",
               help='The exact arguments, e.g. \'{"path": "job.sbatch", "edits": [...]}\'.')
 @click.option("--why", required=True, help="The rationale, kept in the ledger.")
-@click.option("--as", "author", required=True, help="Who proposes it.")
+@click.option("--as", "author", default=None, metavar="NAME",
+              help="Propose on NAME's behalf (approval.delegates). Default: you, the login user.")
 @click.option("--claim", "claim_ids", type=int, multiple=True,
               help="Claim(s) it rests on (default: the investigation's verdict claim).")
 @json_option
 @ledger_option
-def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, author: str,
-                claim_ids: tuple[int, ...], as_json: bool, ledger_path: Path | None) -> None:
+def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
+                author: str | None, claim_ids: tuple[int, ...], as_json: bool,
+                ledger_path: Path | None) -> None:
     """Record an exact proposal a person completes (where the remedy could only say a config
     change in words — its `missing` argument says why — this names the file and the edits).
     It still needs an approval to run."""
+    from goodput_agent.approval.identity import cli_identity
     from goodput_agent.ledger import open_ledger
     from goodput_agent.toolkit import MutatingTool, registry
 
+    who = cli_identity(author, _policy(None).approval.delegates)
     t = registry().get(tool)
     if not isinstance(t, MutatingTool):
         raise BadInput(f"{tool}: not a mutating tool; known: "
@@ -389,7 +383,7 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str, auth
             raise BadInput(f"{lg.path}: investigation {investigation_id} has no claim "
                            f"{sorted(set(claims) - set(known)) or ''}".rstrip())
         aid = lg.record_action(investigation_id, tool, args, True,
-                               f"proposed by {author.strip()}: {why.strip()}", claims)
+                               f"proposed by {who.shown()}: {why.strip()}", claims)
     if as_json:
         _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims})
     else:

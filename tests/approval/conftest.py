@@ -14,6 +14,7 @@ from goodput_agent.approval.policy import Policy, parse_policy
 from goodput_agent.approval.runner import ActionOutput
 from goodput_agent.ledger import Ledger
 from goodput_agent.toolkit import MutatingTool, ToolContext, registry
+from tests.approval.identities import me
 
 TEST_POLICY = """
 version: 1
@@ -30,7 +31,7 @@ def policy_text(**overrides: str) -> str:
     for name in sorted(n for n, t in registry().items() if not t.read_only):
         scope = ', scope: {paths: ["/tmp/*"]}' if name == "config_change" else ""
         rows.append(f"  {name}: " + overrides.get(
-            name, '{enabled: true, approvers: [alice, "group:sre"]' + scope + '}'))
+            name, '{enabled: true, approvers: [alice, "group:sre", ' + me() + ']' + scope + '}'))
     return TEST_POLICY.format(tools="\n".join(rows))
 
 

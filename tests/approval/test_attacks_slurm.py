@@ -30,8 +30,9 @@ from goodput_agent.ledger import Ledger
 from goodput_agent.sources.slurm import SlurmCLI
 from goodput_agent.toolkit import ToolContext, registry
 from tests.approval.conftest import make_investigation, policy_text
+from tests.approval.identities import me, person
 
-UNCHECKED = ('{enabled: true, approvers: [alice, "group:sre"], '
+UNCHECKED = (f'{{enabled: true, approvers: [alice, "group:sre", {me()}], '
              'preconditions: {claim_names_target: false}}')
 
 
@@ -54,7 +55,7 @@ def test_a_host_list_cannot_drain_past_the_limits(slurm_cluster, ledger) -> None
     policy = _policy(0.3, 2)
     with slurm_cluster.fresh_nodes():
         aid = _drain(ledger, "gpu-node-[01-04]")
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
         with pytest.raises(GateRefused) as refused:
             execute_action(ledger, aid, ctx, policy)
         assert "blast radius: 4 nodes" in refused.value.reason
@@ -67,7 +68,7 @@ def test_a_host_the_cluster_does_not_know_is_refused(slurm_cluster, ledger) -> N
     policy = _policy(1.0, 10)
     with slurm_cluster.fresh_nodes():
         aid = _drain(ledger, "gpu-node-01,ghost-[01-02]")
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
         with pytest.raises(GateRefused, match="ghost-01, ghost-02: not a node of any partition"):
             execute_action(ledger, aid, ctx, policy)
         assert "DRAIN" not in slurm_cluster.node_state("gpu-node-01")
@@ -86,7 +87,7 @@ def test_a_host_list_within_the_limits_drains_each_host(slurm_cluster, ledger) -
         aid = _drain(ledger, "gpu-node-[01-02]")
         assert "NodeName=gpu-node-01,gpu-node-02 " in preview_action(ledger, aid, policy,
                                                                       ctx).command
-        approve_action(ledger, aid, "alice", policy)
+        approve_action(ledger, aid, person("alice"), policy)
         assert execute_action(ledger, aid, ctx, policy).ok
         assert all("DRAIN" in slurm_cluster.node_state(n) for n in ("gpu-node-01",
                                                                      "gpu-node-02"))
@@ -109,7 +110,9 @@ def _wait_for(mark: Path, proc: subprocess.Popen) -> None:
             proc.wait(timeout=0.1)
         except subprocess.TimeoutExpired:
             continue
-        raise AssertionError(f"goodput approve exited {proc.returncode} before its scontrol ran")
+        err = (mark.parent / "approve.err").read_text()[-2000:]
+        raise AssertionError(f"goodput approve exited {proc.returncode} before its scontrol "
+                             f"ran: {err}")
     raise AssertionError("the drain's scontrol never ran")
 
 
@@ -130,9 +133,9 @@ def test_approve_killed_mid_execution_is_reconciled_never_rerun(slurm_cluster,  
             other = _drain(lg, "gpu-node-02")
         env = {**slurm_cluster.env, "PATH": f"{wrappers}:{os.environ['PATH']}"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "goodput_agent.cli", "approve", str(aid), "--as", "alice",
-             "--yes", "--ledger", str(ledger_path), "--policy", str(policy_path)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", "goodput_agent.cli", "approve", str(aid), "--yes",
+             "--ledger", str(ledger_path), "--policy", str(policy_path)],
+            env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "approve.err").open("w"),
             start_new_session=True)
         try:
             _wait_for(mark, proc)  # the drain ran; the process now blocks until killed
@@ -144,8 +147,8 @@ def test_approve_killed_mid_execution_is_reconciled_never_rerun(slurm_cluster,  
         with Ledger(ledger_path) as lg:
             assert action_status(lg, aid) == "executing"
             with pytest.raises(GateRefused, match="already executing"):
-                approve_action(lg, aid, "bob", policy)
-            approve_action(lg, other, "alice", policy)  # the limit still counts gpu-node-01
+                approve_action(lg, aid, person("bob"), policy)
+            approve_action(lg, other, person("alice"), policy)  # the limit still counts gpu-node-01
             with pytest.raises(GateRefused, match=r"blast radius: 2 nodes .*\(gpu-node-01\)"):
                 execute_action(lg, other, ctx, policy)
             started = store.events(lg, aid)[-1].occurred_at

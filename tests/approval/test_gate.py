@@ -22,6 +22,7 @@ from goodput_agent.approval.gate import (
 from goodput_agent.approval.policy import parse_policy
 from goodput_agent.toolkit import ToolContext, registry
 from tests.approval.conftest import make_investigation, policy_text, valid_args
+from tests.approval.identities import person
 
 MUTATING = sorted(n for n, t in registry().items() if not t.read_only)
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -47,7 +48,7 @@ def test_refused_without_approval_wrong_hash_expired_and_twice(
         execute_action(ledger, aid, ctx, policy, now=T0)
     assert recorder.calls == []
 
-    approve_action(ledger, aid, "alice", policy, now=T0)
+    approve_action(ledger, aid, person("alice"), policy, now=T0)
     changed = {**args, "zz_extra": 1} if tool != "slurm_drain_node" else \
         {**args, "node": "gpu-node-04"}
     with pytest.raises(GateRefused, match="binds arguments"):
@@ -74,7 +75,7 @@ def test_approval_binds_the_evidence_it_was_shown(tmp_path, ledger, policy, reco
     _, ids = make_investigation(ledger, "time_limit",
                                 {"slurm_hold_job": valid_args(tmp_path)["slurm_hold_job"]})
     aid = ids["slurm_hold_job"]
-    a = approve_action(ledger, aid, "bob", policy, now=T0)  # bob: through group:sre
+    a = approve_action(ledger, aid, person("bob"), policy, now=T0)  # bob: through group:sre
     p = preview_action(ledger, aid, policy)
     assert a.evidence_digest == p.evidence_digest and a.args_hash == p.args_hash
     assert a.detail and a.detail["claims"][0]["evidence_digests"][0].startswith("sha256:")
@@ -87,7 +88,7 @@ def test_a_newer_contradicting_investigation_invalidates(tmp_path, ledger, polic
     _, ids = make_investigation(ledger, "gpu_hardware",
                                 {"slurm_drain_node": args["slurm_drain_node"]})
     aid = ids["slurm_drain_node"]
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     make_investigation(ledger, "application_error", {}, node=None)  # same target, later
     with pytest.raises(GateRefused, match="newer investigation .* concluded application_error"):
         execute_action(ledger, aid, recorder.context(), policy)
@@ -102,17 +103,17 @@ def test_policy_denials_are_refusal_rows(tmp_path, ledger, recorder) -> None:  #
         "config_change": args["config_change"]})
     default = parse_policy(Path("policies/default.yaml").read_text(), "policies/default.yaml")
     with pytest.raises(GateRefused, match="not enabled by the policy"):
-        approve_action(ledger, ids["slurm_drain_node"], "alice", default)
+        approve_action(ledger, ids["slurm_drain_node"], person("alice"), default)
     strict = parse_policy(policy_text(
         k8s_cordon_node='{enabled: true, approvers: [alice], scope: {nodes: ["gpu-node-*"]}}'),
         "strict.yaml")
     with pytest.raises(GateRefused, match="may not approve"):
-        approve_action(ledger, ids["slurm_drain_node"], "mallory", strict)
+        approve_action(ledger, ids["slurm_drain_node"], person("mallory"), strict)
     with pytest.raises(GateRefused, match="outside the policy's scope"):
-        approve_action(ledger, ids["k8s_cordon_node"], "alice", strict)
-    reject_action(ledger, ids["config_change"], "alice", "the script is generated upstream")
+        approve_action(ledger, ids["k8s_cordon_node"], person("alice"), strict)
+    reject_action(ledger, ids["config_change"], person("alice"), "the script is generated upstream")
     with pytest.raises(GateRefused, match="already rejected"):
-        approve_action(ledger, ids["config_change"], "alice", strict)
+        approve_action(ledger, ids["config_change"], person("alice"), strict)
     assert action_status(ledger, ids["config_change"]) == "rejected"
     assert recorder.calls == []
     refusals = ledger.rows("SELECT reason FROM action_events WHERE kind = 'refusal'")
@@ -127,7 +128,7 @@ def test_advice_and_incomplete_proposals_never_execute(ledger, policy, recorder)
         p = preview_action(ledger, aid, policy)
         assert not p.allowed and p.command is None
         with pytest.raises(GateRefused):
-            approve_action(ledger, aid, "alice", policy)
+            approve_action(ledger, aid, person("alice"), policy)
     assert "not a mutating tool" in preview_action(ledger, ids["gpu_service"], policy).reasons[0]
     assert "path" in preview_action(ledger, ids["config_change"], policy).reasons[0]
     assert recorder.calls == []
@@ -142,12 +143,13 @@ def test_retry_after_a_node_fault_must_exclude_the_node_or_follow_its_drain(
     _, more = make_investigation(ledger, "gpu_hardware", {
         "slurm_requeue_job": {"job": "4242"}}, target="b2")
     with pytest.raises(GateRefused, match="must exclude gpu-node-03 or follow its drain"):
-        approve_action(ledger, more["slurm_requeue_job"], "alice", policy)
+        approve_action(ledger, more["slurm_requeue_job"], person("alice"), policy)
     with pytest.raises(GateRefused, match="must exclude gpu-node-03"):
-        approve_action(ledger, ids["k8s_restart_job_pods"], "alice", policy)
-    approve_action(ledger, ids["slurm_drain_node"], "alice", policy)
+        approve_action(ledger, ids["k8s_restart_job_pods"], person("alice"), policy)
+    approve_action(ledger, ids["slurm_drain_node"], person("alice"), policy)
     execute_action(ledger, ids["slurm_drain_node"], recorder.context(), policy)
-    approve_action(ledger, more["slurm_requeue_job"], "alice", policy)  # now follows a drain
+    # now it follows a drain
+    approve_action(ledger, more["slurm_requeue_job"], person("alice"), policy)
     assert [c[0] for c in recorder.calls] == ["slurm_drain_node"]
 
 
@@ -158,13 +160,13 @@ def test_bare_retry_after_oom_needs_an_applied_config_change(tmp_path, ledger, p
         "slurm_requeue_job": {"job": "4242"}, "config_change": args["config_change"],
         "slurm_resubmit_job": args["slurm_resubmit_job"]})
     with pytest.raises(GateRefused, match="bare retry after gpu_oom"):
-        approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
-    approve_action(ledger, ids["config_change"], "alice", policy)
+        approve_action(ledger, ids["slurm_requeue_job"], person("alice"), policy)
+    approve_action(ledger, ids["config_change"], person("alice"), policy)
     execute_action(ledger, ids["config_change"], recorder.context(), policy)
     # the change edited the job script: a requeue reruns Slurm's stored copy, not the edit
     with pytest.raises(GateRefused, match="resubmit the edited script"):
-        approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
-    approve_action(ledger, ids["slurm_resubmit_job"], "alice", policy)
+        approve_action(ledger, ids["slurm_requeue_job"], person("alice"), policy)
+    approve_action(ledger, ids["slurm_resubmit_job"], person("alice"), policy)
     execute_action(ledger, ids["slurm_resubmit_job"], recorder.context(), policy)
     assert [c[0] for c in recorder.calls] == ["config_change", "slurm_resubmit_job"]
 
@@ -177,9 +179,9 @@ def test_a_retry_after_a_runtime_config_change_may_requeue(tmp_path, ledger, pol
                                               "new": "micro_batch_size: 4"}]}
     _, ids = make_investigation(ledger, "gpu_oom", {
         "slurm_requeue_job": {"job": "4242"}, "config_change": change})
-    approve_action(ledger, ids["config_change"], "alice", policy)
+    approve_action(ledger, ids["config_change"], person("alice"), policy)
     execute_action(ledger, ids["config_change"], recorder.context(), policy)
-    approve_action(ledger, ids["slurm_requeue_job"], "alice", policy)
+    approve_action(ledger, ids["slurm_requeue_job"], person("alice"), policy)
     execute_action(ledger, ids["slurm_requeue_job"], recorder.context(), policy)
     assert [c[0] for c in recorder.calls] == ["config_change", "slurm_requeue_job"]
 
@@ -193,7 +195,7 @@ def test_blast_radius_counts_drains_and_cordons_of_the_last_day(tmp_path, ledger
         _, got = make_investigation(ledger, "gpu_hardware", {tool: args}, target=f"t{i}",
                                     node=node)
         ids[i] = got[tool]
-        approve_action(ledger, ids[i], "alice", policy)
+        approve_action(ledger, ids[i], person("alice"), policy)
     execute_action(ledger, ids[0], recorder.context(), policy)
     execute_action(ledger, ids[1], recorder.context(), policy)
     with pytest.raises(GateRefused, match="blast radius: 3 nodes"):
@@ -206,7 +208,7 @@ def test_a_missing_cluster_is_refused_without_spending_the_approval(tmp_path, le
     _, ids = make_investigation(ledger, "gpu_hardware", {
         "slurm_drain_node": valid_args(tmp_path)["slurm_drain_node"]})
     aid = ids["slurm_drain_node"]
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     with pytest.raises(GateRefused, match="no Slurm cluster to act on"):
         execute_action(ledger, aid, ToolContext(kube=recorder), policy)
     assert execute_action(ledger, aid, recorder.context(), policy).ok  # still valid
@@ -218,7 +220,7 @@ def test_config_change_writes_only_files_the_policy_names(tmp_path, ledger, poli
     _, ids = make_investigation(ledger, "gpu_oom", {"config_change": {
         "path": "/etc/hosts", "edits": [{"old": "localhost", "new": "evil"}]}})
     with pytest.raises(GateRefused, match="/etc/hosts is outside the files the policy lets"):
-        approve_action(ledger, ids["config_change"], "alice", policy)
+        approve_action(ledger, ids["config_change"], person("alice"), policy)
     assert recorder.calls == []
 
 

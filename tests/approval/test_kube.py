@@ -21,6 +21,7 @@ from goodput_agent.approval.gate import (
 )
 from goodput_agent.toolkit import ToolContext
 from tests.approval.conftest import make_investigation
+from tests.approval.identities import person
 from tests.servers.kube_api import FixtureCluster, running_kube_api
 
 ARGS = ["--model", "meta-llama/Llama-3.1-8B", "--max-num-seqs", "256", "--port=8000"]
@@ -81,7 +82,7 @@ def test_cordon_previews_a_dry_run_and_runs_only_after_approval(kube, ledger, po
     assert not core.read_node("gpu-node-03").spec.unschedulable
 
     t0 = datetime.now(UTC)
-    approve_action(ledger, aid, "alice", policy, now=t0)
+    approve_action(ledger, aid, person("alice"), policy, now=t0)
     with pytest.raises(GateRefused, match="expired"):
         execute_action(ledger, aid, ctx, policy, now=t0 + timedelta(hours=1))
     assert _mutations(srv) == []
@@ -107,7 +108,7 @@ def test_patch_workload_shows_the_servers_diff_then_changes_the_flag(kube, ledge
     apps = k8s.AppsV1Api(ctx.kube)
     assert apps.read_namespaced_deployment("vllm", "serve").spec.template.spec.containers[
         0].args == ARGS
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     assert execute_action(ledger, aid, ctx, policy).ok
     c = apps.read_namespaced_deployment("vllm", "serve").spec.template.spec.containers[0]
     assert c.args == ["--model", "meta-llama/Llama-3.1-8B", "--max-num-seqs", "128",
@@ -130,7 +131,7 @@ def test_an_unknown_node_is_refused_before_any_call(kube, ledger, policy) -> Non
     srv, ctx = kube
     _, ids = make_investigation(ledger, "gpu_hardware",
                                 {"k8s_cordon_node": {"node": "gpu-node-99"}}, node="gpu-node-99")
-    approve_action(ledger, ids["k8s_cordon_node"], "alice", policy)
+    approve_action(ledger, ids["k8s_cordon_node"], person("alice"), policy)
     with pytest.raises(GateRefused, match="gpu-node-99: not a node of any partition"):
         execute_action(ledger, ids["k8s_cordon_node"], ctx, policy)
     assert _mutations(srv) == []
@@ -141,7 +142,7 @@ def test_an_api_error_is_a_failed_execution_row(kube, ledger, policy) -> None:  
     _, ids = make_investigation(ledger, "time_limit",
                                 {"k8s_delete_pod": {"namespace": "train", "pod": "trainer-99"}})
     aid = ids["k8s_delete_pod"]
-    approve_action(ledger, aid, "alice", policy)
+    approve_action(ledger, aid, person("alice"), policy)
     done = execute_action(ledger, aid, ctx, policy)
     assert not done.ok and done.detail["output"]["response"][0]["status"] == 404
 
@@ -176,8 +177,8 @@ def test_cli_approve_cordons_through_a_kubeconfig(tmp_path: Path) -> None:
                                     {"k8s_cordon_node": {"node": "gpu-node-03"}})
     with running_kube_api(cluster()) as srv:
         kc = srv.kubeconfig(tmp_path / "kubeconfig")
-        r = CliRunner().invoke(cli, ["approve", str(ids["k8s_cordon_node"]), "--as", "alice",
-                                     "--yes", "--kubeconfig", str(kc), "--ledger", str(ledger),
+        r = CliRunner().invoke(cli, ["approve", str(ids["k8s_cordon_node"]), "--yes",
+                                     "--kubeconfig", str(kc), "--ledger", str(ledger),
                                      "--policy", str(policy)], env={"COLUMNS": "200"})
         assert r.exit_code == 0, r.output
         assert "+  unschedulable: true" in r.output and "executed" in r.output

@@ -23,6 +23,7 @@ from goodput_agent.approval.policy import parse_policy
 from goodput_agent.sources.slurm import SlurmCLI
 from goodput_agent.toolkit import ToolContext
 from tests.approval.conftest import make_investigation, policy_text
+from tests.approval.identities import person
 
 NODE = "gpu-node-03"
 # fails on its first run; a requeued run (SLURM_RESTART_COUNT >= 1) completes
@@ -60,7 +61,7 @@ def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # 
             execute_action(ledger, aid, ctx, slurm_policy)
         assert up()
         t0 = datetime.now(UTC)
-        approve_action(ledger, aid, "alice", slurm_policy, now=t0)
+        approve_action(ledger, aid, person("alice"), slurm_policy, now=t0)
         with pytest.raises(GateRefused, match="expired"):
             execute_action(ledger, aid, ctx, slurm_policy, now=t0 + timedelta(minutes=45))
         with pytest.raises(GateRefused, match="binds arguments"):
@@ -78,7 +79,7 @@ def test_drain_only_after_approval_and_sinfo_shows_it(slurm_cluster, ledger,  # 
         assert action_status(ledger, aid) == "executed"
         # and back into service through the gate as well
         rid = ids["slurm_resume_node"]
-        approve_action(ledger, rid, "bob", slurm_policy)
+        approve_action(ledger, rid, person("bob"), slurm_policy)
         assert execute_action(ledger, rid, ctx, slurm_policy).ok
         assert up()
 
@@ -95,9 +96,9 @@ def test_requeue_of_a_failed_job_excludes_its_node(slurm_cluster, ledger,  # noq
             "bare": {"job": job}, "slurm_requeue_job": {"job": job, "exclude": [failed_on]}},
             node=failed_on, target=f"slurm job {job}")
         with pytest.raises(GateRefused, match="bare is not a mutating tool"):
-            approve_action(ledger, ids["bare"], "alice", slurm_policy)
+            approve_action(ledger, ids["bare"], person("alice"), slurm_policy)
         aid = ids["slurm_requeue_job"]
-        approve_action(ledger, aid, "alice", slurm_policy)
+        approve_action(ledger, aid, person("alice"), slurm_policy)
         done = execute_action(ledger, aid, ctx, slurm_policy)
         out = done.detail["output"]
         assert done.ok, out
@@ -125,8 +126,8 @@ def test_cli_approve_holds_a_pending_job_with_slurm_conf(slurm_cluster, tmp_path
             _, ids = make_investigation(lg, "time_limit", {"slurm_hold_job": {"job": job}},
                                         node=None)
         conf = slurm_cluster.env["SLURM_CONF"]
-        r = CliRunner().invoke(cli, ["approve", str(ids["slurm_hold_job"]), "--as", "alice",
-                                     "--yes", "--slurm-conf", conf, "--ledger", str(ledger),
+        r = CliRunner().invoke(cli, ["approve", str(ids["slurm_hold_job"]), "--yes",
+                                     "--slurm-conf", conf, "--ledger", str(ledger),
                                      "--policy", str(policy)], env={"COLUMNS": "200"})
         assert r.exit_code == 0, r.output
         assert f"scontrol hold {job}" in r.output and "-> rc 0" in r.output
@@ -182,10 +183,10 @@ echo "step 240 loss 2.10"
         retry = lg.record_action(inv, "slurm_requeue_job", {"job": job}, True,
                                  "rerun with the fixed config", [claim])
         with pytest.raises(GateRefused, match="bare retry after application_error"):
-            approve_action(lg, retry, "alice", policy)
-        approve_action(lg, fix, "alice", policy)
+            approve_action(lg, retry, person("alice"), policy)
+        approve_action(lg, fix, person("alice"), policy)
         assert execute_action(lg, fix, ctx, policy).ok and "BATCH=4" in conf.read_text()
-        approve_action(lg, retry, "alice", policy)
+        approve_action(lg, retry, person("alice"), policy)
         assert execute_action(lg, retry, ctx, policy).ok
     assert slurm_cluster.wait_done(job, timeout=90) == "COMPLETED"
     r = CliRunner().invoke(cli, ["verify", inv, "--slurm-job", job, "--slurm-conf",

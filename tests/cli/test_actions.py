@@ -14,6 +14,7 @@ from goodput_agent.planner.base import ToolCall
 from goodput_agent.planner.loop import execute
 from goodput_agent.toolkit import ToolContext, registry
 from tests.approval.conftest import Recorder, make_investigation, policy_text, valid_args
+from tests.approval.identities import me
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path, int]:
@@ -28,24 +29,29 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path, int]:
 def test_approve_shows_the_diff_asks_and_runs_through_the_gate(tmp_path: Path) -> None:
     ledger, policy, script, aid = _setup(tmp_path)
     base = ["--ledger", str(ledger), "--policy", str(policy)]
-    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", *base], input="n\n")
+    r = CliRunner().invoke(cli, ["approve", str(aid), *base], input="n\n")
     assert r.exit_code == 2 and "not confirmed" in r.output
     assert "-#SBATCH --mem=64G" in r.output and "+#SBATCH --mem=128G" in r.output
     assert "--mem=64G" in script.read_text()  # nothing ran
 
+    # a typed name is not a person: approving as someone else is refused and recorded
     r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "mallory", "--yes", *base])
-    assert r.exit_code == 2 and "'mallory' may not approve config_change" in r.output
-    assert "--mem=64G" in script.read_text()
+    assert r.exit_code == 2 and f"you are logged in as {me()}, not mallory" in r.output
+    assert "approval.delegates" in r.output and "--mem=64G" in script.read_text()
+    with Ledger(ledger, read_only=True) as lg:
+        refusal = lg.rows("SELECT actor, reason, detail_json FROM action_events")[-1]
+    assert refusal["actor"] == me() and "not mallory" in refusal["reason"]
 
-    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--json",
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--yes", "--json",
                                  *base])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output[r.output.index("{\n  \"preview\""):])
-    assert out["status"] == "executed" and out["approval"]["actor"] == "alice"
+    assert out["status"] == "executed" and out["approval"]["actor"] == me()
+    assert out["approval"]["detail"]["authenticated"]["via"] in ("login", "sudo")
     assert "+#SBATCH --mem=128G" in out["execution"]["detail"]["output"]["response"]["diff"]
     assert "--mem=128G" in script.read_text()
 
-    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", *base])
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--yes", *base])
     assert r.exit_code == 2 and "already executed" in r.output
     r = CliRunner().invoke(cli, ["actions", "--json", *base])
     assert json.loads(r.output)["actions"][0]["status"] == "executed"
@@ -53,11 +59,11 @@ def test_approve_shows_the_diff_asks_and_runs_through_the_gate(tmp_path: Path) -
 
 def test_reject_records_the_reason(tmp_path: Path) -> None:
     ledger, policy, _, aid = _setup(tmp_path)
-    r = CliRunner().invoke(cli, ["reject", str(aid), "--as", "bob", "--why", "generated upstream",
+    r = CliRunner().invoke(cli, ["reject", str(aid), "--why", "generated upstream",
                                  "--json", "--ledger", str(ledger)])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["reason"] == "generated upstream"
-    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--ledger",
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--yes", "--ledger",
                                  str(ledger), "--policy", str(policy)])
     assert r.exit_code == 2 and "already rejected" in r.output
 
@@ -97,18 +103,33 @@ def test_propose_completes_a_proposal_that_still_needs_approval(tmp_path: Path) 
     args = {"path": str(script), "edits": [{"old": "--mem=64G", "new": "--mem=96G"}]}
     base = ["--ledger", str(ledger)]
     r = CliRunner().invoke(cli, ["propose", inv, "config_change", "--args", json.dumps(args),
-                                 "--why", "raise the memory limit", "--as", "bob", "--json",
+                                 "--why", "raise the memory limit", "--json",
                                  *base])
     assert r.exit_code == 0, r.output
     aid = json.loads(r.output)["action_id"]
     assert script.read_text() == "#SBATCH --mem=64G\n"  # proposing runs nothing
-    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--policy",
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--yes", "--policy",
                                  str(policy), *base])
     assert r.exit_code == 0, r.output
     assert script.read_text() == "#SBATCH --mem=96G\n"
     bad = CliRunner().invoke(cli, ["propose", inv, "config_change", "--args", '{"path": 1}',
-                                   "--why", "x", "--as", "bob", *base])
+                                   "--why", "x", *base])
     assert bad.exit_code == 2 and "not valid arguments for config_change" in bad.output
     bad = CliRunner().invoke(cli, ["propose", inv, "bundle_inventory", "--args", "{}",
-                                   "--why", "x", "--as", "bob", *base])
+                                   "--why", "x", *base])
     assert bad.exit_code == 2 and "not a mutating tool" in bad.output
+
+
+def test_a_delegate_the_policy_names_approves_on_anothers_behalf(tmp_path: Path) -> None:
+    ledger, policy, script, aid = _setup(tmp_path)
+    delegates = f"delegates: {{{me()}: [alice]}}"
+    text = policy_text().replace("approval: {expires_after: 30m}",
+                                 f"approval: {{expires_after: 30m, {delegates}}}")
+    policy.write_text(text.replace(f", {me()}]", "]"))  # alice may approve, the login user not
+    r = CliRunner().invoke(cli, ["approve", str(aid), "--as", "alice", "--yes", "--json",
+                                 "--ledger", str(ledger), "--policy", str(policy)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{\n  \"preview\""):])
+    who = out["approval"]["detail"]["authenticated"]
+    assert out["approval"]["actor"] == "alice" and who["via"] == "delegated"
+    assert me() in who["detail"] and "--mem=128G" in script.read_text()

@@ -15,6 +15,7 @@ from goodput_agent.approval.policy import parse_policy
 from goodput_agent.cli import cli
 from goodput_agent.ledger import Ledger
 from tests.approval.conftest import Recorder, make_investigation, policy_text
+from tests.approval.identities import person
 
 
 def test_ledger_show_displays_the_chain(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
@@ -28,7 +29,7 @@ def test_ledger_show_displays_the_chain(tmp_path: Path, monkeypatch) -> None:  #
         aid = ids["slurm_drain_node"]
         with contextlib.suppress(GateRefused):  # no approval yet: a refusal row
             execute_action(lg, aid, recorder.context(), policy)
-        approve_action(lg, aid, "alice", policy)
+        approve_action(lg, aid, person("alice"), policy)
         execute_action(lg, aid, recorder.context(), policy)
         store.record_event(lg, store.action_row(lg, aid), "verification", actor="goodput verify",
                            reason="recovered", detail={"summary": "job completed elsewhere"})

@@ -25,6 +25,7 @@ from goodput_agent.planner.script_edits import (
 )
 from tests.approval.conftest import policy_text
 from tests.servers.slurm import OOM_SCRIPT, SlurmCluster
+from tests.approval.identities import me
 
 SCRIPT = "#!/bin/bash\n#SBATCH -N1\n#SBATCH --mem=32G\nsrun python train.py --batch-size 64 " \
          "--global-batch-size 1024\n"
@@ -123,7 +124,7 @@ def test_real_job_oom_to_diff_to_approved_edit_then_resubmit(
     monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])
     bundle, ledger = tmp_path / "incident", tmp_path / "l.duckdb"
     pol = tmp_path / "policy.yaml"  # config_change may write inside this bundle only
-    pol.write_text(policy_text(config_change='{enabled: true, approvers: [alice], '
+    pol.write_text(policy_text(config_change=f'{{enabled: true, approvers: [alice, {me()}], '
                                              f'scope: {{paths: ["{bundle}/slurm/*"]}}}}'))
     _run("collect", "--slurm-job", oom64_job, "-o", str(bundle))
     script = bundle / f"slurm/batch_script-{oom64_job}.sh"
@@ -144,28 +145,28 @@ def test_real_job_oom_to_diff_to_approved_edit_then_resubmit(
         change["dry_run"]
     # a bare requeue before the change is refused by the retry rule
     _run("propose", inv, "slurm_requeue_job", "--args", json.dumps({"job": oom64_job}),
-         "--why", "retry after the change", "--as", "bob", "--ledger", str(ledger))
+         "--why", "retry after the change", "--ledger", str(ledger))
     requeue = max(a["action_id"] for a in _run("actions", inv, "--json", "--ledger",
                                                 str(ledger), "--policy", str(pol))["actions"])
     base = ["--ledger", str(ledger), "--policy", str(pol), "--yes"]
-    r = CliRunner().invoke(cli, ["approve", str(requeue), "--as", "alice", *base])
+    r = CliRunner().invoke(cli, ["approve", str(requeue), *base])
     assert r.exit_code == 2 and "apply a config change first" in r.output
-    r = CliRunner().invoke(cli, ["approve", str(change["action_id"]), "--as", "alice", *base])
+    r = CliRunner().invoke(cli, ["approve", str(change["action_id"]), *base])
     assert r.exit_code == 0, r.output
     assert "--batch-size 32" in script.read_text() and "--batch-size 64" not in \
         script.read_text()
     # a requeue reruns the script Slurm stored at submission: the edit would not run
-    r = CliRunner().invoke(cli, ["approve", str(requeue), "--as", "alice", *base])
+    r = CliRunner().invoke(cli, ["approve", str(requeue), *base])
     assert r.exit_code == 2 and "resubmit the edited script" in r.output
     assert "Restarts=0" in slurm_cluster.run("scontrol", "show", "job", oom64_job)
     # resubmitting the edited script is the retry the change reaches
     _run("propose", inv, "slurm_resubmit_job", "--args",
          json.dumps({"job": oom64_job, "script": str(script),
                      "chdir": str(tmp_path)}),
-         "--why", "run the edited script", "--as", "bob", "--ledger", str(ledger))
+         "--why", "run the edited script", "--ledger", str(ledger))
     resubmit = max(a["action_id"] for a in _run("actions", inv, "--json", "--ledger",
                                                  str(ledger), "--policy", str(pol))["actions"])
-    r = CliRunner().invoke(cli, ["approve", str(resubmit), "--as", "alice", *base, "--json"])
+    r = CliRunner().invoke(cli, ["approve", str(resubmit), *base, "--json"])
     assert r.exit_code == 0, r.output
     new_job = r.output.split('"stdout": "')[1].split("\\n")[0].split(";")[0]
     assert new_job.isdigit() and new_job != oom64_job
