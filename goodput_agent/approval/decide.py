@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from goodput_agent.approval import store
-from goodput_agent.approval.gate import approve_action, execute_action
+from goodput_agent.approval.gate import GateRefused, approve_action, execute_action
 from goodput_agent.approval.identity import Identity
 from goodput_agent.approval.policy import Policy
 from goodput_agent.errors import BadInput
@@ -22,12 +22,14 @@ class Decision(BaseModel):
     approval: store.Event | None = None
     execution: store.Event | None = None
     waiting: str | None = None  # why nothing ran yet (a second approver is needed)
+    refused: str | None = None  # approved, and the gate refused to execute (a ledger row)
     status: str
 
 
 def approve_and_execute(ledger: Ledger, action_id: int, who: Identity, policy: Policy,
                         ctx: ToolContext) -> Decision:
-    """GateRefused (a ledger row) when the gate says no."""
+    """GateRefused (a ledger row) when the approval is refused; an approval the gate then
+    refuses to execute is the Decision's `refused` (also a ledger row)."""
     if store.status_of(store.events(ledger, action_id)) == "executing":
         from goodput_agent.approval.reconcile import reconcile_action
 
@@ -48,7 +50,11 @@ def approve_and_execute(ledger: Ledger, action_id: int, who: Identity, policy: P
         return Decision(approval=approval, status="approved",
                         waiting=f"approved by {approval.actor}; the two-person rule asks for "
                                 f"{required} different people: waiting for another approver")
-    execution = execute_action(ledger, action_id, ctx, policy)
+    try:
+        execution = execute_action(ledger, action_id, ctx, policy)
+    except GateRefused as exc:
+        return Decision(approval=approval, refused=exc.reason,
+                        status=store.status_of(store.events(ledger, action_id)))
     return Decision(approval=approval, execution=execution,
                     status=store.status_of(store.events(ledger, action_id)))
 

@@ -197,8 +197,11 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
         _echo_json(result)
     elif decision.execution is not None:
         _render_execution(decision.execution, console)
-    else:
-        console.print(markup(decision.waiting or decision.status))
+    elif decision.waiting:
+        console.print(markup(decision.waiting))
+    if decision.refused:
+        click.echo(f"goodput: approved, but refused: {line(decision.refused)}", err=True)
+        sys.exit(EXIT_REFUSED)
     if decision.execution is not None and not decision.execution.ok:
         sys.exit(EXIT_FAILED)
 

@@ -27,6 +27,7 @@ LAZY_COMMANDS = {
     "verify": "actions:verify_cmd",
     "policy": "actions:policy_group",
     "propose": "actions:propose_cmd",
+    "token": "tokens:token_group",
 }
 
 

@@ -18,6 +18,23 @@ def _ledger(path: Path | None) -> Path:
     return (path or default_ledger_path()).expanduser()
 
 
+def read_secret(path: Path | None) -> str | None:
+    from goodput_agent.watch.sources import read_token
+
+    return read_token(path)
+
+
+def _networks(cidrs: tuple[str, ...]) -> list[str]:
+    import ipaddress
+
+    for c in cidrs:
+        try:
+            ipaddress.ip_network(c, strict=False)
+        except ValueError:
+            raise BadInput(f"--trusted-proxy {c}: not an address or CIDR") from None
+    return list(cidrs)
+
+
 @click.command("serve")
 @ledger_option
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -26,11 +43,26 @@ def _ledger(path: Path | None) -> Path:
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
               help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one).")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
-              help="File holding the access token (default: $GOODPUT_SERVE_TOKEN); required "
-                   "with a non-loopback --host.")
+              help="File holding the shared access token (default: $GOODPUT_SERVE_TOKEN); "
+                   "required with a non-loopback --host. It lets a client read, not approve.")
+@click.option("--proxy-secret-file", type=click.Path(path_type=Path), default=None,
+              help="Trust the sign-on proxy's user headers on requests carrying this secret "
+                   "in X-Goodput-Proxy-Secret.")
+@click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="CIDR",
+              help="Trust the sign-on proxy's user headers from these addresses (repeatable).")
+@click.option("--proxy-user-header", default="X-Forwarded-User", show_default=True)
+@click.option("--proxy-groups-header", default="X-Forwarded-Groups", show_default=True)
+@click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
+              help="slurm.conf of the cluster approved actions act on (default: $SLURM_CONF).")
+@click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+              help="kubeconfig of the cluster approved actions act on (default: $KUBECONFIG).")
 def serve_cmd(ledger_path: Path | None, host: str, port: int, policy_path: Path | None,
-              token_file: Path | None) -> None:
-    """Serve the review pages: investigations, evidence in context, pictures, approvals."""
+              token_file: Path | None, proxy_secret_file: Path | None,
+              trusted_proxies: tuple[str, ...], proxy_user_header: str,
+              proxy_groups_header: str, slurm_conf: Path | None,
+              kubeconfig: Path | None) -> None:
+    """Serve the review pages: investigations, evidence in context, pictures, and approvals by
+    people the server authenticated (personal tokens, or a sign-on proxy in front)."""
     import uvicorn
 
     from goodput_agent.approval.policy import load_policy
@@ -45,7 +77,11 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, policy_path: Path 
     ledger = _ledger(ledger_path)
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
-    config = ServeConfig(ledger=ledger, host=host, token=token, policy_path=policy)
+    config = ServeConfig(
+        ledger=ledger, host=host, token=token, policy_path=policy,
+        proxy_secret=read_secret(proxy_secret_file), trusted_proxies=_networks(trusted_proxies),
+        proxy_user_header=proxy_user_header, proxy_groups_header=proxy_groups_header,
+        slurm_conf=slurm_conf, kubeconfig=kubeconfig)
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     click.echo(f"goodput: serving {ledger} on http://{shown}:{port}/"
                + (" (token required)" if token else ""), err=True)

@@ -2,8 +2,8 @@
 Jinja2, pictures as SVG from the CLI's renderers, static files served from the package.
 
 Pages only read (one short read session of the ledger per request, goodput_agent/ledger/).
-The two POSTs — approve and reject — go through the approval gate (goodput_agent.approval.gate)
-and nothing else writes.
+Approve and reject — by a person the server authenticated (web/people.py) — go through the
+approval gate on the CLI's own path (goodput_agent/approval/decide.py); nothing else writes.
 
 Each page is a module (routes_*.py) with `routes(site) -> list[BaseRoute]`; a new page is one
 new module and one line in PAGES (its routes function). What the pages share (templates, the
@@ -25,10 +25,12 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
+from goodput_agent.errors import BadInput
 from goodput_agent.web import (
     routes_actions,
     routes_chat,
     routes_investigations,
+    routes_login,
     routes_pictures,
     security,
 )
@@ -51,6 +53,7 @@ PAGES: tuple[Callable[[Site], list[BaseRoute]], ...] = (
     routes_chat.routes,
     lambda site: account_routes(site.page, site.reading, SVG_CSP),
     routes_actions.routes,
+    routes_login.routes,
     lambda site: [fleet_route(site.page, site.reading)],
     lambda site: watch_routes(site.reading, site.page),
 )
@@ -68,11 +71,13 @@ class _Guard(BaseHTTPMiddleware):
         expected = self.config.token
         given_query = request.query_params.get("token")
         bearer = request.headers.get("authorization", "")
-        given = (given_query or (bearer[7:] if bearer.lower().startswith("bearer ") else None)
-                 or request.cookies.get(TOKEN_COOKIE))
-        if not security.token_ok(expected, given):
+        given = [given_query, bearer[7:] if bearer.lower().startswith("bearer ") else None,
+                 request.cookies.get(TOKEN_COOKIE)]  # the shared token, wherever it is
+        if not any(security.token_ok(expected, g) for g in given) and \
+                not await self._a_person(request):
             return PlainTextResponse("a valid access token is required (?token=... once, or "
-                                     "Authorization: Bearer ...)", status_code=401)
+                                     "Authorization: Bearer ...), or a person signed in",
+                                     status_code=401)
         if given_query and request.method == "GET":
             # keep the token out of the address bar and history: cookie, then the same page
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
@@ -95,6 +100,23 @@ class _Guard(BaseHTTPMiddleware):
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["Cache-Control"] = "no-store"
         return response
+
+
+    async def _a_person(self, request: Request) -> bool:
+        """A person the server can name (a personal token, a trusted proxy's user) may read
+        without the shared token."""
+        from starlette.concurrency import run_in_threadpool
+
+        from goodput_agent.ledger import Ledger
+        from goodput_agent.web.people import asker
+
+        def check() -> bool:
+            try:
+                with Ledger(self.config.ledger, read_only=True) as led:
+                    return asker(request, self.config, led).who is not None
+            except BadInput:
+                return False
+        return await run_in_threadpool(check)
 
 
 def create_app(config: ServeConfig) -> Starlette:

@@ -14,10 +14,18 @@ from goodput_agent.web.security import Signer
 class ServeConfig:
     ledger: Path
     host: str = "127.0.0.1"
-    token: str | None = None
+    token: str | None = None  # the shared access token: it lets a client read, not approve
     policy_path: Path | None = None
     signer: Signer = field(default_factory=Signer.random)
     cwd: Path = field(default_factory=Path.cwd)
+    # an authenticating proxy in front (people.py): how a request proves it came through it
+    proxy_secret: str | None = None
+    trusted_proxies: list[str] = field(default_factory=list)  # CIDRs
+    proxy_user_header: str = "X-Forwarded-User"
+    proxy_groups_header: str = "X-Forwarded-Groups"
+    # the clusters an approved action acts on
+    slurm_conf: Path | None = None
+    kubeconfig: Path | None = None
 
     def policy(self) -> Policy:
         return load_policy(self.policy_path)

@@ -87,6 +87,15 @@ class Signer:
         raw = base64.urlsafe_b64encode(body.encode()).decode()
         return f"{raw}.{self._mac('shown', raw)}"
 
+    def person(self, token_id: str) -> str:
+        """A cookie naming the personal token a browser signed in with (not the token)."""
+        return f"{token_id}.{self._mac('person', token_id)}"
+
+    def read_person(self, cookie: str) -> str | None:
+        token_id, _, mac = cookie.partition(".")
+        return token_id if mac and hmac.compare_digest(self._mac("person", token_id), mac) \
+            else None
+
     def read_shown(self, token: str | None) -> tuple[int, str, str, float] | None:
         if not token or "." not in token:
             return None

@@ -78,8 +78,8 @@ class Site:
         except BadInput as exc:  # held by another process past the wait, or unreadable
             return self.problem(request, 503, str(exc))
 
-    async def approver_form(self, request: Request) -> dict[str, str] | Response:
-        """The posted form when its CSRF token is good and it names an approver."""
+    async def posted_form(self, request: Request) -> dict[str, str] | Response:
+        """The posted form when its CSRF token is good (who posts it is people.py's)."""
         form = await request.form()
         data = {k: str(v) for k, v in form.items() if isinstance(v, str)}
         if not self.config.signer.csrf_ok(request.cookies.get(SESSION_COOKIE),
@@ -87,6 +87,4 @@ class Site:
             log.warning("csrf_refused", path=request.url.path)
             return PlainTextResponse("refused: missing or invalid CSRF token (reload the page)",
                                      status_code=403)
-        if not data.get("approver", "").strip():
-            return PlainTextResponse("refused: an approver name is required", status_code=400)
         return data

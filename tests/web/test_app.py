@@ -7,15 +7,17 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 from starlette.testclient import TestClient
 
+from goodput_agent.ledger import Ledger
 from goodput_agent.web.app import ServeConfig, create_app
 from goodput_agent.web.security import Signer
-from tests.web.conftest import BASE, Reviewed
+from tests.web.conftest import BASE, Reviewed, token_for
 
 
 def _client(r: Reviewed, token: str | None = None) -> tuple[TestClient, ServeConfig]:
@@ -47,7 +49,7 @@ def test_pages_show_the_investigation_and_never_write_the_ledger(reviewed: Revie
     before = _sha(reviewed.ledger)
     listing = client.get("/")
     assert listing.status_code == 200 and reviewed.inv_id in listing.text
-    assert "gpu_hardware" in listing.text and "3 proposed" in listing.text
+    assert "gpu_hardware" in listing.text and "4 proposed" in listing.text
     page = client.get(f"/inv/{reviewed.inv_id}")
     assert page.status_code == 200
     assert 'id="verdict"' in page.text and "Xid 79" in page.text
@@ -83,57 +85,156 @@ def test_evidence_falls_back_to_the_stored_excerpt_when_the_bundle_is_gone(
 
 def test_approval_without_csrf_is_refused_and_writes_nothing(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
     html = client.get(f"/actions/{reviewed.drain_action}").text
     shown = _form(html, "shown")
     url = f"/actions/{reviewed.drain_action}/approve"
-    assert client.post(url, data={"approver": "alice", "shown": shown}).status_code == 403
-    assert client.post(url, data={"approver": "alice", "shown": shown,
-                                  "csrf": "0" * 64}).status_code == 403
+    assert client.post(url, data={"shown": shown}).status_code == 403
+    assert client.post(url, data={"shown": shown, "csrf": "0" * 64}).status_code == 403
     # another session's token does not pass in this session
     other, _ = _client(reviewed)
     other.cookies.set("goodput_session", "someone-else")
-    assert other.post(url, data={"approver": "alice", "shown": shown,
-                                 "csrf": _form(html, "csrf")}).status_code == 403
+    other.headers["Authorization"] = client.headers["Authorization"]
+    assert other.post(url, data={"shown": shown, "csrf": _form(html, "csrf")}).status_code == 403
     assert _events(reviewed) == []
 
 
 def test_a_stale_preview_cannot_be_approved(reviewed: Reviewed) -> None:
     client, config = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
     html = client.get(f"/actions/{reviewed.drain_action}").text
     csrf, shown = _form(html, "csrf"), _form(html, "shown")
     _, a_hash, ev_digest, _ = config.signer.read_shown(shown)
     stale = config.signer.shown(reviewed.drain_action, a_hash, ev_digest,
                                 at=time.time() - 31 * 60)
     url = f"/actions/{reviewed.drain_action}/approve"
-    res = client.post(url, data={"approver": "alice", "csrf": csrf, "shown": stale})
+    res = client.post(url, data={"csrf": csrf, "shown": stale})
     assert res.status_code == 409 and "longer than an approval lives" in res.text
     forged = Signer.random().shown(reviewed.drain_action, a_hash, ev_digest)
-    res = client.post(url, data={"approver": "alice", "csrf": csrf, "shown": forged})
+    res = client.post(url, data={"csrf": csrf, "shown": forged})
     assert res.status_code == 400
     assert _events(reviewed) == []
 
 
-def test_approve_goes_through_the_gate(reviewed: Reviewed) -> None:
+def test_an_approval_on_the_page_is_the_one_the_gate_executes(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
-    html = client.get(f"/actions/{reviewed.drain_action}").text
+    aid = reviewed.config_action
+    url = f"/actions/{aid}/approve"
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'carol')}"
+    html = client.get(f"/actions/{aid}").text
+    assert 'id="as">You act as <b>carol</b> (token' in html
     form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown")}
-    url = f"/actions/{reviewed.drain_action}/approve"
-    # the policy names alice only: the gate refuses bob and records the refusal
-    res = client.post(url, data={**form, "approver": "bob"})
-    assert res.status_code == 409 and "may not approve" in res.text
-    res = client.post(url, data={**form, "approver": "alice"})
-    assert res.status_code == 303
-    assert res.headers["location"] == f"/actions/{reviewed.drain_action}?done=approved"
-    assert _events(reviewed) == [("refusal", "bob", reviewed.drain_action),
-                                 ("approval", "alice", reviewed.drain_action)]
-    page = client.get(f"/actions/{reviewed.drain_action}?done=approved").text
-    assert 'id="status">approved' in page and "event-approval" in page
+    # the policy names alice and bob: the gate refuses carol and records the refusal
+    res = client.post(url, data=form)
+    assert res.status_code == 409 and "carol&#39; may not approve config_change" in res.text
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
+    res = client.post(url, data=form)
+    assert res.status_code == 303 and res.headers["location"] == f"/actions/{aid}?done=executed"
+    assert "--mem=128G" in reviewed.script.read_text()
+    assert _events(reviewed) == [("refusal", "carol", aid), ("approval", "alice", aid),
+                                 ("execution_started", "alice", aid), ("execution", "alice", aid)]
+    page = client.get(f"/actions/{aid}?done=executed").text
+    assert 'id="status">executed' in page and "What ran (ok)" in page
+    assert "+#SBATCH --mem=128G" in page  # the diff of what ran
+
+
+def test_approving_needs_a_person_the_server_authenticated(reviewed: Reviewed) -> None:
+    """A typed name, a forged proxy header, a revoked or expired token and the shared
+    token: each refused, each a ledger row, nothing executed."""
+    shared = "shared-access-" + "t" * 20
+    client, config = _client(reviewed, token=shared)
+    aid = reviewed.config_action
+    client.cookies.set("goodput_token", shared)  # what ?token= once leaves in the browser
+    client.headers["Authorization"] = f"Bearer {shared}"
+    html = client.get(f"/actions/{aid}").text
+    assert 'id="sign-in-first"' in html and 'id="approve"' not in html
+    # a form as a signed-in person's page had it (its preview binding still good)
+    p_hash = re.search(r"hash <code>([^<]+)</code>", html).group(1)  # type: ignore[union-attr]
+    digest = re.search(r"evidence digest <code>([^<]+)</code>", html).group(1)  # type: ignore[union-attr]
+    form = {"csrf": _form(client.get("/login").text, "csrf"),
+            "shown": config.signer.shown(aid, p_hash, digest)}
+    url = f"/actions/{aid}/approve"
+    revoked = token_for(reviewed, "alice")
+    with Ledger(reviewed.ledger) as lg:
+        from goodput_agent.ledger.tokens import revoke_token
+
+        revoke_token(lg, revoked.split("_")[1])
+    expired = token_for(reviewed, "alice", ttl=timedelta(seconds=-1))
+    attempts = [({}, {"approver": "alice"}, "not signed in"),
+                ({"X-Forwarded-User": "alice"}, {}, "not a trusted proxy"),
+                ({"Authorization": f"Bearer {revoked}"}, {}, "is revoked"),
+                ({"Authorization": f"Bearer {expired}"}, {}, "is expired")]
+    for headers, extra, why in attempts:
+        client.headers.update({"Authorization": f"Bearer {shared}", **headers})
+        res = client.post(url, data={**form, **extra})
+        assert res.status_code == 401 and why in res.text, (headers, res.text[:300])
+        client.headers.pop("X-Forwarded-User", None)
+    rows = _events(reviewed)
+    assert [r[0] for r in rows] == ["refusal"] * 4 and all(r[1] is None for r in rows)
+    assert "--mem=64G" in reviewed.script.read_text()
+
+
+def test_a_trusted_proxy_vouches_for_the_person_and_their_groups(reviewed: Reviewed) -> None:
+    secret = "proxy-shared-secret-" + "s" * 10
+    config = ServeConfig(ledger=reviewed.ledger, policy_path=reviewed.policy,
+                         proxy_secret=secret)
+    client = TestClient(base_url=BASE, app=create_app(config), follow_redirects=False)
+    client.headers.update({"X-Forwarded-User": "dave", "X-Forwarded-Groups": "sre,ml",
+                           "X-Goodput-Proxy-Secret": secret})
+    aid = reviewed.config_action
+    html = client.get(f"/actions/{aid}").text
+    assert 'You act as <b>dave</b> (proxy' in html
+    res = client.post(f"/actions/{aid}/approve", data={"csrf": _form(html, "csrf"),
+                                                       "shown": _form(html, "shown")})
+    assert res.status_code == 303 and "--mem=128G" in reviewed.script.read_text()
+    with Ledger(reviewed.ledger, read_only=True) as lg:
+        detail = lg.rows("SELECT detail_json FROM action_events WHERE kind = 'approval'")[0]
+    assert '"via":"proxy"' in detail["detail_json"] and '"sre"' in detail["detail_json"]
+
+
+def test_the_two_person_rule_needs_another_person(reviewed: Reviewed) -> None:
+    reviewed.policy.write_text(reviewed.policy.read_text().replace(
+        "preconditions: {claim_names_target: false}",
+        "preconditions: {claim_names_target: false}\n    approvals_required: 2"))
+    client, _ = _client(reviewed)
+    aid = reviewed.config_action
+    url = f"/actions/{aid}/approve"
+    for person, status in (("alice", 303), ("alice", 409), ("bob", 303)):
+        client.headers["Authorization"] = f"Bearer {token_for(reviewed, person)}"
+        html = client.get(f"/actions/{aid}").text
+        res = client.post(url, data={"csrf": _form(html, "csrf"), "shown": _form(html, "shown")})
+        assert res.status_code == status, (person, res.text[:300])
+        if person == "alice" and status == 303:
+            assert res.headers["location"].endswith("done=approved")
+            assert "--mem=64G" in reviewed.script.read_text()  # one person: nothing ran
+        elif status == 409:
+            assert "alice already approved this" in res.text
+    kinds = [(k, who) for k, who, _ in _events(reviewed)]
+    assert kinds == [("approval", "alice"), ("refusal", "alice"), ("approval", "bob"),
+                     ("execution_started", "bob"), ("execution", "bob")]
+    assert "--mem=128G" in reviewed.script.read_text()
+
+
+def test_the_api_approves_with_a_personal_token(reviewed: Reviewed) -> None:
+    client, _ = _client(reviewed)
+    aid = reviewed.config_action
+    page = client.get(f"/actions/{aid}").text
+    shown = {"args_hash": re.search(r"hash <code>([^<]+)</code>", page).group(1),  # type: ignore[union-attr]
+             "evidence_digest": re.search(r"evidence digest <code>([^<]+)</code>",  # type: ignore[union-attr]
+                                          page).group(1)}
+    url = f"/api/actions/{aid}/approve"
+    assert client.post(url, json=shown).status_code == 401
+    res = client.post(url, json=shown,
+                      headers={"Authorization": f"Bearer {token_for(reviewed, 'bob')}"})
+    assert res.status_code == 200, res.text
+    assert res.json()["status"] == "executed" and res.json()["execution"]["ok"] is True
 
 
 def test_a_policy_broken_while_serving_is_a_one_line_refusal(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
     html = client.get(f"/actions/{reviewed.drain_action}").text
-    form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown"), "approver": "alice"}
+    form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown")}
     reviewed.policy.write_text("tools: [this is: not a policy\n")
     res = client.post(f"/actions/{reviewed.drain_action}/approve", data=form)
     assert res.status_code == 503 and "nothing was approved" in res.text
@@ -143,9 +244,10 @@ def test_a_policy_broken_while_serving_is_a_one_line_refusal(reviewed: Reviewed)
 
 def test_reject_needs_a_reason(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'carol')}"
     html = client.get(f"/actions/{reviewed.drain_action}").text
     url = f"/actions/{reviewed.drain_action}/reject"
-    base = {"csrf": _form(html, "csrf"), "approver": "carol"}
+    base = {"csrf": _form(html, "csrf")}
     assert client.post(url, data={**base, "why": " "}).status_code == 400
     assert client.post(url, data={**base, "why": "wrong node"}).status_code == 303
     assert _events(reviewed) == [("rejection", "carol", reviewed.drain_action)]

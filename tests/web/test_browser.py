@@ -15,7 +15,7 @@ import pytest
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.redact import redact
 from tests.servers.chromium import ChromiumUnavailable, launched_browser, running_goodput_serve
-from tests.web.conftest import Reviewed, make_reviewed
+from tests.web.conftest import Reviewed, make_reviewed, token_for
 
 
 @pytest.fixture(scope="module")
@@ -73,23 +73,33 @@ def test_review_an_investigation_and_approve_from_the_page(browser, served, tmp_
         page.goto(f"{url}/actions/{r.drain_action}")
         assert "scontrol update NodeName=gpu-node-03" in page.locator("#command").inner_text()
         assert page.locator("#decision").inner_text().startswith("allowed")
-        page.locator("form.approve input[name=approver]").fill("alice")
+        assert page.locator("#sign-in-first").is_visible()  # no person: no Approve button
+        page.locator("#sign-in-first a").click()
+        page.locator("form.login input[name=token]").fill(token_for(r, "alice"))
+        page.locator("#sign-in").click()
+        page.wait_for_url(f"**/actions/{r.drain_action}")
+        assert "You act as alice (token" in page.locator("#as").inner_text()
+        page.goto(f"{url}/actions/{r.config_action}")
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
         page.locator("#approve").click()
-        page.wait_for_url("**?done=approved")
-        assert page.locator("#status").inner_text() == "approved"
-        assert dialogs and "scontrol update" in dialogs[0]  # asked once more, with the command
-        page.screenshot(path=str(shots / "4-approved.png"), full_page=True)
+        page.wait_for_url("**?done=executed")
+        assert page.locator("#status").inner_text() == "executed"
+        assert "+#SBATCH --mem=128G" in page.locator(".execution").inner_text()
+        assert dialogs and "config_change" in dialogs[0]  # asked once more, with the command
+        page.screenshot(path=str(shots / "4-executed.png"), full_page=True)
     finally:
         page.close()
     con = duckdb.connect(str(r.ledger), read_only=True)
     try:
-        rows = con.execute("SELECT kind, actor, tool, expires_at > occurred_at FROM "
-                           "action_events WHERE action_id = ?", [r.drain_action]).fetchall()
+        rows = con.execute("SELECT kind, actor, tool FROM action_events WHERE action_id = ? "
+                           "ORDER BY id", [r.config_action]).fetchall()
     finally:
         con.close()
-    assert rows == [("approval", "alice", "slurm_drain_node", True)]
+    assert rows == [("approval", "alice", "config_change"),
+                    ("execution_started", "alice", "config_change"),
+                    ("execution", "alice", "config_change")]
+    assert "--mem=128G" in r.script.read_text()
     assert sorted(p.name for p in shots.iterdir()) == [
-        "1-list.png", "2-investigation.png", "3-evidence.png", "4-approved.png"]
+        "1-list.png", "2-investigation.png", "3-evidence.png", "4-executed.png"]
     assert time.monotonic() - started < 30

@@ -43,7 +43,7 @@ def test_without_a_key_the_page_says_so(no_claude: None, reviewed: Reviewed) -> 
     client = TestClient(create_app(ServeConfig(ledger=reviewed.ledger)), base_url=BASE)
     page = client.get(f"/inv/{reviewed.inv_id}").text
     assert 'id="no-chat"' in page and "ANTHROPIC_API_KEY" in page and 'id="ask"' not in page
-    csrf = _csrf(client.get(f"/actions/{reviewed.drain_action}").text)  # a form elsewhere
+    csrf = _csrf(client.get("/login").text)  # a form elsewhere
     res = client.post(f"/inv/{reviewed.inv_id}/chat", data={"csrf": csrf, "question": "why?"})
     assert res.status_code == 409
 
