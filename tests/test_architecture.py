@@ -69,3 +69,41 @@ def test_the_serve_layer_crosses_only_where_the_page_says() -> None:
                        and table.get(a) == table.get(b) == serve
                        and (a, b) not in SERVE_CROSSINGS})
     assert crossing == []
+
+
+# SQL text: a call whose first argument is a statement, on whatever object
+_SQL = re.compile(r"^\s*(SELECT\s.*\bFROM\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|"
+                  r"DELETE\s+FROM\b|CREATE\s+(OR\s+REPLACE\s+)?(TEMP\s+)?(TABLE|SEQUENCE|"
+                  r"INDEX)\b|WITH\s+\w+\s+AS\b|BEGIN\s+TRANSACTION|COMMIT$|ROLLBACK$|"
+                  r"DROP\s+TABLE|CHECKPOINT$|ATTACH\s)", re.S)
+
+
+def _sql_uses(path: Path) -> list[str]:
+    """SQL statements passed to a call, `.con` attributes and duckdb imports in a file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr == "con":
+            out.append(f"{path.name}:{node.lineno}: .con")
+        elif isinstance(node, ast.Call) and node.args and \
+                isinstance(node.args[0], (ast.Constant, ast.JoinedStr)):
+            first = node.args[0]
+            text = first.value if isinstance(first, ast.Constant) else "".join(
+                v.value for v in first.values if isinstance(v, ast.Constant))
+            if isinstance(text, str) and _SQL.match(text):
+                out.append(f"{path.name}:{node.lineno}: {text.strip()[:40]}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""]
+            out += [f"{path.name}:{node.lineno}: import duckdb" for n in names
+                    if n.split(".")[0] == "duckdb"]
+    return out
+
+
+def test_only_the_ledger_package_speaks_sql_to_the_ledger() -> None:
+    """The ledger's vocabulary is goodput_agent/ledger/ (typed queries, short sessions): no
+    other product module holds a connection or sends it SQL."""
+    files = [*(REPO / "goodput_agent").rglob("*.py"), *(REPO / "tools").glob("*.py"),
+             *(REPO / "evals").rglob("*.py")]
+    ledger = REPO / "goodput_agent" / "ledger"
+    found = [use for f in files if ledger not in f.parents for use in _sql_uses(f)]
+    assert found == [], "\n".join(found)

@@ -24,8 +24,8 @@ from goodput_agent.planner.script_edits import (
     with_script_edits,
 )
 from tests.approval.conftest import policy_text
-from tests.servers.slurm import OOM_SCRIPT, SlurmCluster
 from tests.approval.identities import me
+from tests.servers.slurm import OOM_SCRIPT, SlurmCluster
 
 SCRIPT = "#!/bin/bash\n#SBATCH -N1\n#SBATCH --mem=32G\nsrun python train.py --batch-size 64 " \
          "--global-batch-size 1024\n"
