@@ -7,6 +7,7 @@ from click.testing import CliRunner
 from goodput_agent.accounting.fleet_exposure import SACCT_HISTORY_FIELDS
 from goodput_agent.cli.main import cli
 from goodput_agent.ledger import Ledger
+from goodput_agent.untrusted import visible
 from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
 
 EVIL = "gpu\x1b]8;;http://x\x1b\\[red]boom[/red]\u202e01"
@@ -32,7 +33,8 @@ def test_fleet_json(tmp_path: Path) -> None:
     assert data["schema"] == "goodput.fleet/v1"
     assert data["causes"][0]["category"] == "gpu_hardware"
     assert data["causes"][0]["gpu_hours"] == 32
-    assert data["nodes"][0]["node"] == EVIL  # the same value, escaped only as JSON text
+    # what `jq -r` prints holds no control character: the visible escape, as on the terminal
+    assert data["nodes"][0]["node"] == visible(EVIL)
     assert "\u202e" not in out.output
 
 
