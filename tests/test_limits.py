@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -34,14 +33,28 @@ def _zeros_tar(path: Path, members: int, size: int = CHUNK) -> Path:
     return path
 
 
+# the CLI in a child process that reports its own peak RSS (KiB) on the descriptor it is given
+_MEASURED = """
+import os, resource, sys
+from goodput_agent.cli.main import cli
+try:
+    cli(sys.argv[2:], prog_name="goodput")
+finally:
+    os.write(int(sys.argv[1]), str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).encode())
+"""
+
+
 def _goodput(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess,
                                                                       int]:
     """The command in a child process: its result and its peak RSS in KiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([sys.executable, "-m", "goodput_agent.cli", *args],
+    read, write = os.pipe()
+    proc = subprocess.run([sys.executable, "-c", _MEASURED, str(write), *args],
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
-    return proc, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+                          env={**os.environ, **(env or {})}, pass_fds=(write,))
+    os.close(write)
+    with os.fdopen(read) as f:
+        peak = f.read()
+    return proc, int(peak or 0)
 
 
 def _temp_bundles() -> set[str]:

@@ -99,9 +99,15 @@ class SlurmCluster:
         return out.strip().split(";")[0]
 
     def state(self, job_id: str) -> str:
+        """The controller's state of the job; once it has forgotten an ended job (MinJobAge,
+        300 s: a slow run of the suite gets there), the accounting database's."""
         out = self.run("scontrol", "show", "job", job_id, check=False)
         m = re.search(r"\bJobState=(\S+)", out)
-        return m.group(1) if m else "UNKNOWN"
+        if m:
+            return m.group(1)
+        out = self.run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State", check=False)
+        states = [ln.split()[0] for ln in out.splitlines() if ln.strip()]
+        return states[-1] if states else "UNKNOWN"
 
     def wait_state(self, job_id: str, *states: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
