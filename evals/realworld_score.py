@@ -8,6 +8,7 @@ investigated entry is judged against it (node and rank too where the label names
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from evals.corpus_manifest import CorpusEntry
 from goodput_agent.report import Report
@@ -27,10 +28,17 @@ HANG_BY_OWN_WORK = frozenset({"accelerate314_timeout_one_rank_reading_200G_file"
                               "autocast381_postfit_allreduce_timeout_rank0_barrier"})
 
 
+def present(root: Path, entry: CorpusEntry) -> Path | None:
+    """The entry's folder under a copy of the corpus text when every file of it is there."""
+    base = root / entry.family / (entry.id if entry.is_incident else "")
+    return base if all((base / f.path).is_file() for f in entry.files) else None
+
+
 @dataclass
 class Score:
     checked: int = 0
     mismatches: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # entries whose text no copy holds
 
     @property
     def rate(self) -> float:
