@@ -53,7 +53,10 @@ class Score:
         want = {LABEL_TO_CATEGORY[entry.label]} | ({"hang"} if entry.id in HANG_BY_OWN_WORK
                                                    else set())
         wrong = []
-        if rc.category not in want:
+        unread = {u for u in report.unread} & {f.path for f in entry.files}
+        if len(unread) * 2 > len(entry.files):  # an answer from files it could not read
+            wrong.append(f"{len(unread)} of {len(entry.files)} file(s) unread: no judgement")
+        elif rc.category not in want:
             wrong.append(f"category {rc.category} (thread: {entry.label})")
         if entry.node and rc.node != entry.node:
             wrong.append(f"node {rc.node} (thread: {entry.node})")

@@ -36,6 +36,7 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
 )
 from goodput_agent.analysis.failure_notes import (
     clock_notes,
+    mostly_unread,
     note_missing_sources,
     thin_evidence,
     timeline,
@@ -315,6 +316,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     verdict.timeline = timeline(events)
     note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
+    mostly_unread(verdict, obs)
     return verdict
 
 

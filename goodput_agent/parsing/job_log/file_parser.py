@@ -71,7 +71,8 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
 
     def _match(self, stream: Stream, c: str) -> None:
         for matcher in (self._m_watchdog, self._m_progress, self._m_nccl_line, self._m_ib,
-                        self._m_kernel, self._m_oom, self._m_cuda, self._m_socket, self._m_conn,
+                        self._m_kernel, self._m_gpu_lost, self._m_host_memory, self._m_oom,
+                        self._m_cuda, self._m_socket, self._m_conn,
                         self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash,
                         self._m_bare_exception):
             if matcher(stream, c):

@@ -24,7 +24,13 @@ _SNIFF_POSITIVE = re.compile(
     r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
     r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
     r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"
-    r"(?:Memory cgroup out of memory|Out of memory): Kill")
+    r"(?:Memory cgroup out of memory|Out of memory): Kill|"
+    # host-memory kills others announce, shared memory, the GPU lost as user space sees it
+    r"is killed by signal|killed due to (?:the node running low on memory|memory pressure)|"
+    r"insufficient shared memory|unable to write to file </torch_|"
+    r"(?m:(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$)|exit code 137\b|return code = -9\b|"
+    r"Unable to determine the device handle|(?m:^No devices were found\s*$)|GPU is lost|"
+    r"controller: NVIDIA[^\n]*\(rev ff\)|CUDA_ERROR_[A-Z]|Check failed: |(?i:Cuda Error): ")
 _KERNELISH = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
     r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"

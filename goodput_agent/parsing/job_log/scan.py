@@ -23,6 +23,9 @@ MARKERS: tuple[bytes, ...] = (
     b"Segmentation", b"core dumped", b"peer", b"Killed",
     b"ocket",  # NCCL's socket transport: "Socket creation failed", "socketStartConnect"
     b"NVRM", b"oom-kill",  # kernel lines forwarded into the job's output
+    b"xit code", b"exit status", b"return code", "已杀死".encode(),  # SIGKILL told by a shell
+    b"CUDA_ERROR",  # the driver API's error names (TensorFlow, JAX)
+    b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
 )
 # After a decoded line holding a trigger, the next N lines are decoded whatever they hold:
 # traceback frames and exception lines, a watchdog message wrapped over lines, and the
