@@ -24,6 +24,7 @@ MARKERS: tuple[bytes, ...] = (
     b"ocket",  # NCCL's socket transport: "Socket creation failed", "socketStartConnect"
     b"NVRM", b"oom-kill",  # kernel lines forwarded into the job's output
     b"xit code", b"exit status", b"return code", "已杀死".encode(),  # SIGKILL told by a shell
+    b"Root Cause",  # a torchelastic summary cut from its ChildFailedError header
     b"CUDA_ERROR",  # the driver API's error names (TensorFlow, JAX)
     b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
 )
