@@ -121,7 +121,8 @@ class DeviceErrors(LineState):
             pci = m["pci"].lower().rstrip(".")
             self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                      f"nvidia-smi cannot reach GPU {pci}: {m['why']} (the GPU is lost to user "
-                     "space)", {"pci": pci, "weight": 0.85, "user_space": "nvidia-smi"})
+                     "space)", {"pci": pci, "weight": 0.85, "user_space": "nvidia-smi",
+                                "gpu_pci": pci.rsplit(".", 1)[0]})
         elif m["nvml"]:
             self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                      "NVML says a GPU is lost", {"weight": 0.8, "user_space": "nvml"})

@@ -154,6 +154,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
         gpu = res.rank_gpus.get(rank) if rank is not None else None
         if gpu is None and detail.get("gpu_index") is not None:
             gpu = str(detail["gpu_index"])
+        gpu = detail.pop("gpu_pci", None) or gpu  # the PCI id the kernel's Xid lines use
         return Event(kind=p.kind, role=p.role, category=p.category, ts=p.ts, clock=p.clock,
                      node=node, rank=rank, gpu=gpu, summary=p.summary,
                      locator=Locator(path=self.ctx.rel_path, line_start=p.line_start,
