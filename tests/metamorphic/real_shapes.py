@@ -157,7 +157,7 @@ def colour(root: Path) -> Path:
     """rich/torchrun ANSI colours on some files, rsyslog's #033 escape on the others."""
     for i, p in enumerate(_logs(root)):
         esc = "\x1b" if i % 2 == 0 else "#033"
-        p.write_text(_WORDS.sub(lambda m: f"{esc}[1;31m{m[1]}{esc}[0m", p.read_text()))
+        p.write_text(_WORDS.sub(rf"{esc}[1;31m\1{esc}[0m", p.read_text()))
     return root
 
 
