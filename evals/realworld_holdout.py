@@ -20,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evals.corpus_manifest import MANIFEST, CorpusEntry, load
-from evals.realworld_score import Score, present
+from goodput_agent.evals.corpus_manifest import MANIFEST, CorpusEntry, load
+from goodput_agent.evals.realworld_score import Score, present
 
 BASE_COMMIT = "b39f427"  # the manifest before issue 24's entries were added
 HOLDOUT_LIST = Path(__file__).resolve().parent / "realworld" / "holdout_i24.txt"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.corpus_manifest import CorpusEntry
+from goodput_agent.evals.corpus_manifest import CorpusEntry
 from goodput_agent.report import Report
 
 LABEL_TO_CATEGORY = {

@@ -112,8 +112,7 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
         if e.kind != EventKind.cuda_error or weight(e) >= 1 or not hardware:
             return False
         if e.node is None:  # a rank whose host is unknown: one GPU fault can only be that one
-            placed = {(n, g) for n, g in hardware if n is not None}  # (nvidia-smi names none)
-            return len(placed or set(hardware)) == 1
+            return len({h for h in hardware if h[0]} or set(hardware)) == 1  # smi names none
         return any(n == e.node and (g is None or e.gpu is None or g == e.gpu)
                    for n, g in hardware)
 

@@ -52,7 +52,11 @@ def find_hang(events: list[Event], obs: Observations) -> HangFinding | None:
         all_ranks |= set(range(world))
     if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
         all_ranks |= set(range(max(all_ranks) + 1))
-    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=bool(world))
+    # the world is known from its size, or from NCCL's rank map when it covers ranks 0..N-1
+    mapped = set(obs.rank_hosts)
+    known = bool(world) or bool(mapped) and mapped == set(range(max(mapped) + 1)) and \
+        max(mapped) >= max(heard, default=0)
+    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
 
 
 def heard_ranks(events: list[Event], obs: Observations) -> set[int]:
