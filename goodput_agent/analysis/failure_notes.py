@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from goodput_agent.analysis.failure_model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict
+from goodput_agent.analysis.failure_model import (
+    CONTESTED_CONFIDENCE,
+    Candidate,
+    FailureVerdict,
+    weight,
+)
 from goodput_agent.analysis.observations import BUNDLE_FACTS, Observations, unread_share
 from goodput_agent.events import Clock, Event, EventKind, Role
 
@@ -85,7 +90,8 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     node to the job."""
     e = best.event
     if secondhand(e) and not _corroborated(best, cands, obs):
-        return UNCORROBORATED, [
+        # the weakest of such words ("No devices were found": an unloaded driver says it too)
+        return (UNCORROBORATED if weight(e) >= 0.5 else CONTESTED_CONFIDENCE), [
             f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
             f"confirm it is not in the bundle: {CONFIRMS.get(best.category, 'a second source')}"]
     if e.detail.get("without_traceback"):

@@ -64,6 +64,8 @@ class _Reader:
         if tp != self.tp:
             return
         ts, clock = _when(p, self.ctx.clock)
+        if self.last_decode is None:  # the prompt throughput is counted from the first line
+            self.last_decode = ts
         loc = Locator(path=self.ctx.rel_path, line_start=n, line_end=n)
         if m := _RETRACT.search(text):
             self.retractions += int(m["n"] or m["n2"] or 1)
