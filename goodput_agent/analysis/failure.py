@@ -35,8 +35,8 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
     weight,
 )
 from goodput_agent.analysis.failure_notes import (
+    after_the_verdict,
     clock_notes,
-    mostly_unread,
     note_missing_sources,
     thin_evidence,
     timeline,
@@ -316,8 +316,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     verdict.timeline = timeline(events)
     note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
-    mostly_unread(verdict, obs)
-    return verdict
+    return after_the_verdict(verdict, events, obs)
 
 
 def _stuck_elsewhere(best: Candidate, cascade: Cascade, events: list[Event],

@@ -13,6 +13,7 @@ from goodput_agent.analysis.failure_model import (
     weight,
 )
 from goodput_agent.analysis.observations import BUNDLE_FACTS, Observations, unread_share
+from goodput_agent.analysis.progress_series import HANG_CONFIDENCE, series_note, silent_end
 from goodput_agent.events import Clock, Event, EventKind, Role
 
 
@@ -37,6 +38,24 @@ def note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
                           "states are not known")
     if not obs.job_log_nodes and not any(e.rank is not None for e in obs.events):
         v.unknowns.append("no rank logs: which rank failed first cannot be seen")
+
+
+def after_the_verdict(v: FailureVerdict, events: list[Event],
+                      obs: Observations) -> FailureVerdict:
+    """What the logs' own rhythm adds when nothing failed: a hang told by a long silent end,
+    a slowdown or straggler in the iteration times; then a mostly-unread bundle said first."""
+    if v.category == "unknown" and not any(e.detail.get("never_started") for e in v.evidence):
+        if silent := silent_end(events, obs):
+            why, _ = silent
+            v = v.model_copy(update={"category": "hang", "confidence": HANG_CONFIDENCE,
+                                     "summary": f"No rank failed on its own: {why}"})
+            v.unknowns.append("the hang is told by the log's silence alone: which rank or "
+                              "call was stuck is not in the bundle")
+        elif note := series_note(obs):
+            v.summary += f"; {note}"
+            v.unknowns.append(note)
+    mostly_unread(v, obs)
+    return v
 
 
 def mostly_unread(v: FailureVerdict, obs: Observations) -> None:

@@ -8,6 +8,7 @@ from goodput_agent.events import Event, Locator
 from goodput_agent.parsing.base import ParseResult
 from goodput_agent.parsing.job_log.classify import bus_id_to_pci
 from goodput_agent.parsing.job_log.elastic_summary import ElasticSummary
+from goodput_agent.parsing.job_log.iterations import MAX_POINTS, iteration_point
 from goodput_agent.parsing.job_log.nccl_lines import NcclLines
 from goodput_agent.parsing.job_log.prefixes import (
     HEAD_TS,
@@ -64,6 +65,11 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
                 self.pairs.add((p.label, p.local, p.rank))
 
     def _facts(self, content: str) -> None:
+        if (point := iteration_point(content)) is not None:
+            points = self.facts.setdefault("iterations", [])
+            if len(points) < MAX_POINTS:
+                points.append([*point, self.prefix.rank if self.prefix.rank is not None
+                               else self.ctx.rank_hint])
         if "orld" in content and (m := _WORLD.search(content)):
             self.world.add(int(m[1]))
         if "NCCL version" in content and (m := _NCCL_VERSION.search(content)):
