@@ -4,6 +4,10 @@ prompt and generation throughput, preemptions for lack of cache) decides where r
 their time, without a measured latency and without a baseline window.
 
 How it decides (each verdict at most 0.65: latency itself is not measured here):
+- a stuck engine first: requests running while it generates (next to) nothing in most samples
+  is not load, whatever waits: `unknown`, saying so and what would show where it is stuck;
+- prefill interference: prompt bursts that cut generation to half or less with nothing waiting
+  (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill;
 - kv_cache_pressure: the scheduler preempted requests for lack of KV-cache space (its own
   warning), or the cache ran at >= 90 % while requests waited in most samples.
 - queueing: requests waited in most samples (mean >= 1) with the cache below 90 %; when prompt
