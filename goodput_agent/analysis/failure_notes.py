@@ -109,8 +109,9 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     node to the job."""
     e = best.event
     if secondhand(e) and not _corroborated(best, cands, obs):
-        # the weakest of such words ("No devices were found": an unloaded driver says it too)
-        return (UNCORROBORATED if weight(e) >= 0.5 else CONTESTED_CONFIDENCE), [
+        # the weakest of such words (a bare SIGKILL, whoever sent it; "No devices were found",
+        # which an unloaded driver says too) stay below half
+        return (UNCORROBORATED if weight(e) > 0.5 else CONTESTED_CONFIDENCE), [
             f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
             f"confirm it is not in the bundle: {CONFIRMS.get(best.category, 'a second source')}"]
     if e.detail.get("without_traceback"):

@@ -38,6 +38,9 @@ def _events(tmp_path: Path, text: str):
     ("(raylet) node_manager.cc:3277: 2 Workers (tasks / actors) killed due to memory pressure "
      "(OOM), 0 Workers crashed due to other reasons at node (ID: ab, IP: 10.2.3.4)",
      "host_oom", False),
+    ("exit_code: 137", "host_oom", True),
+    ("Job failed: reason: OOMKilled, the container exceeded the request memory", "host_oom",
+     False),
 ])
 def test_host_memory_as_others_announce_it(tmp_path: Path, line: str, category: str,
                                            missing: bool) -> None:

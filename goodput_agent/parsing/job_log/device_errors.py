@@ -22,7 +22,7 @@ _SEGV = re.compile(r"Segmentation fault|Fatal Python error: (?P<fatal>Segmentati
                    r"Floating point exception|Aborted)|\bBus error\b|\*\*\* SIGSEGV")
 _ABORTED = re.compile(r"\bAborted \(core dumped\)")
 _CRASH_KEYS = ("Segmentation", "Fatal Python", "Bus error", "SIGSEGV", "core dumped", "Killed",
-               "已杀死", "137", "-9", "SIGKILL")
+               "已杀死", "137", "-9", "SIGKILL", "OOM", "exceeded", "WTERMSIG 9")
 _HOST_MEMORY_KEYS = ("emory", "shm", "/torch_", "killed by signal")
 # the GPU lost as user space sees it: nvidia-smi / NVML cannot reach it, lspci reads all-ones
 _GPU_LOST = re.compile(

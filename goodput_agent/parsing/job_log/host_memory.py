@@ -46,6 +46,11 @@ _SHELL_KILLED = re.compile(r"(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$|"
 _EXIT_137 = re.compile(r"exit(?:ed with)? (?:code|status) 137\b|"
                        r"interrupted by signal 9: ?SIGKILL|return code = -9\b")
 
+# a training platform's own exit diagnostics (not kubectl's): its memory verdict, or exit 137
+_PLATFORM_OOM = re.compile(r"(?i)\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?"
+                           r"memory|container init was OOM-killed")
+_PLATFORM_137 = re.compile(r"(?i)\bexit_?code\W{1,4}137\b|_job_complete: JobId=\d+ WTERMSIG 9\b")
+
 KERNEL_RECORD = ("the node's kernel log (journalctl -k / dmesg: 'Out of memory: Killed process' "
                  "or a memory-cgroup OOM line) or the job's memory accounting would confirm it")
 
@@ -103,8 +108,12 @@ def _ray(text: str) -> HostMemory | None:
 
 
 def shell_kill(text: str) -> HostMemory | None:
-    """A shell, IDE or launcher saying a process got SIGKILL (exit 137 / -9)."""
-    if _SHELL_KILLED.search(text) or _EXIT_137.search(text):
+    """A shell, IDE, launcher or platform saying a process got SIGKILL (exit 137 / -9), or a
+    platform's own memory verdict on its container."""
+    if _PLATFORM_OOM.search(text):
+        return HostMemory(EventKind.cgroup_oom, "the platform says the container ran out of its "
+                          "memory limit", {"weight": 0.85, "platform": True})
+    if _SHELL_KILLED.search(text) or _EXIT_137.search(text) or _PLATFORM_137.search(text):
         return HostMemory(EventKind.signal, "Process killed with SIGKILL (host memory is the "
                           "usual sender; the kernel's record is not in the bundle)",
                           {"signal_name": "SIGKILL", "weight": 0.5,

@@ -28,6 +28,8 @@ _SNIFF_POSITIVE = re.compile(
     # host-memory kills others announce, shared memory, the GPU lost as user space sees it
     r"is killed by signal|killed due to (?:the node running low on memory|memory pressure)|"
     r"exceeds the memory usage threshold|: line \d+: +\d+ Killed\s|"
+    r"(?i:\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?memory|"
+    r"container init was OOM-killed|\bexit_?code\W{1,4}137\b)|_job_complete: JobId=\d+ WTERMSIG|"
     r"insufficient shared memory|unable to write to file </torch_|"
     r"(?m:(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$)|exit code 137\b|return code = -9\b|"
     r"Unable to determine the device handle|(?m:^No devices were found\s*$)|GPU is lost|"
