@@ -106,7 +106,8 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
         out.append(Candidate(event=e, at=at, strength=strength, note=note))
     # A weak CUDA error ("unspecified launch failure") on a GPU that has a hardware fault is
     # that fault seen from the process: the hardware event tells the story.
-    hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"]
+    hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"
+                and (c.event.kind != EventKind.cuda_error or weight(c.event) >= 1)]  # not itself
 
     def explained(e: Event) -> bool:
         if e.kind != EventKind.cuda_error or weight(e) >= 1 or not hardware:
