@@ -1,0 +1,107 @@
+"""A running job's progress from its own log: each step/iteration line's time and step, and
+the checkpoint and evaluation phases it announced, with the line numbers for evidence.
+
+Read from the end (at most `TAIL_BYTES`): the stall detector needs the recent history, not
+the whole run. Lines without a time of their own cannot date progress and are skipped; a
+line that reports an error is never progress.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.analysis.live_stall import Phase
+from goodput_agent.parsing.lines import read_tail
+from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
+
+TAIL_BYTES = 4 * 1024 * 1024
+PROGRESS = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?)\b\s*[:=#]?\s*(\d+)"
+                      r"|\bloss\b\s*[:=]?\s*-?\d", re.IGNORECASE)
+NOT_PROGRESS = re.compile(r"error|exception|traceback|timed? ?out|fail|fatal|abort|kill|signal",
+                          re.IGNORECASE)
+# the frameworks' own words: Megatron-LM, DeepSpeed, PyTorch DCP, Lightning, HF Trainer
+CHECKPOINT_START = re.compile(r"saving checkpoint|save_checkpoint|saving model checkpoint|"
+                              r"checkpoint.{0,40}\b(?:saving|writing)\b|\bsaving (?:the )?model\b",
+                              re.IGNORECASE)
+CHECKPOINT_END = re.compile(r"(?:successfully )?saved checkpoint|checkpoint (?:saved|written)|"
+                            r"finished saving|model saved", re.IGNORECASE)
+EVAL_START = re.compile(r"\brunning evaluation\b|\bevaluating\b|\beval(?:uation)? "
+                        r"(?:start|begin)|\bvalidation (?:start|loop|begin)|\bvalidating\b",
+                        re.IGNORECASE)
+EVAL_END = re.compile(r"\beval(?:uation)? (?:done|finished|end|complete)|validation loss|"
+                      r"\beval_loss\b|\bvalidation (?:done|finished|end|complete)",
+                      re.IGNORECASE)
+
+
+class Mark(BaseModel):
+    t: float  # epoch seconds
+    step: int | None
+    line: int  # 1-based line number in the file
+
+
+class ProgressLog(BaseModel):
+    path: str
+    marks: list[Mark] = Field(default_factory=list)
+    phases: list[Phase] = Field(default_factory=list)
+    phase_lines: list[int] = Field(default_factory=list)  # each phase's first line
+    last_line: int = 0
+    last_time: float | None = None  # the newest timestamped line of any kind
+    cut: bool = False  # only the file's tail was read
+
+
+def _phase_event(text: str) -> tuple[str, str] | None:
+    for kind, start, end in (("checkpoint", CHECKPOINT_START, CHECKPOINT_END),
+                             ("eval", EVAL_START, EVAL_END)):
+        if end.search(text):
+            return kind, "end"
+        if start.search(text):
+            return kind, "start"
+    return None
+
+
+def read_progress(path: Path, policy: ClockPolicy | None = None,
+                  limit: int = TAIL_BYTES) -> ProgressLog:
+    policy = policy or ClockPolicy()
+    raw, cut = read_tail(path, limit)
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    first_line = 1
+    if cut:
+        total = _count_lines(path)
+        first_line = total - len(lines) + 2
+        lines = lines[1:]  # the first may be cut
+    log = ProgressLog(path=str(path), cut=cut)
+    open_phase: dict[str, Phase] = {}
+    for offset, text in enumerate(lines):
+        number = first_line + offset
+        hit = parse_any(text, policy) if text.strip() else None
+        if hit is None:
+            continue
+        t = hit[0].timestamp()
+        log.last_line, log.last_time = number, t
+        if NOT_PROGRESS.search(text):
+            continue
+        phase = _phase_event(text)
+        if phase is not None:
+            kind, edge = phase
+            if edge == "start" and kind not in open_phase:
+                open_phase[kind] = Phase(kind=kind, start=t)  # type: ignore[arg-type]
+                log.phases.append(open_phase[kind])
+                log.phase_lines.append(number)
+            elif edge == "end" and kind in open_phase:
+                open_phase.pop(kind).end = t
+            continue
+        m = PROGRESS.search(text)
+        if m:
+            log.marks.append(Mark(t=t, step=int(m.group(1)) if m.group(1) else None,
+                                  line=number))
+            for kind in list(open_phase):  # progress again: the phase is over
+                open_phase.pop(kind).end = t
+    return log
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) + 1
