@@ -40,6 +40,7 @@ class Mark(BaseModel):
     t: float  # epoch seconds
     step: int | None
     line: int  # 1-based line number in the file
+    text: str = ""  # the line (cut), for evidence
 
 
 class ProgressLog(BaseModel):
@@ -96,7 +97,7 @@ def read_progress(path: Path, policy: ClockPolicy | None = None,
         m = PROGRESS.search(text)
         if m:
             log.marks.append(Mark(t=t, step=int(m.group(1)) if m.group(1) else None,
-                                  line=number))
+                                  line=number, text=text[:300]))
             for kind in list(open_phase):  # progress again: the phase is over
                 open_phase.pop(kind).end = t
     return log

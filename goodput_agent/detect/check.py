@@ -1,0 +1,133 @@
+"""`goodput check` and the watch's live look at one running job: observe, assess, keep the
+stacks beside the ledger, record the investigation. Read-only towards the cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.detect.assess import Finding, assess
+from goodput_agent.detect.record import Read, evidence, record
+from goodput_agent.detect.slurm_job import DumpSettings, SlurmLook, look
+from goodput_agent.events import Event
+from goodput_agent.ledger import Ledger
+from goodput_agent.report import Report
+
+
+class CheckOptions(BaseModel):
+    dumps: DumpSettings = Field(default_factory=DumpSettings)
+    stall: StallSettings = Field(default_factory=StallSettings)
+    prometheus_url: str | None = None
+    node_label: str = "Hostname"
+    extra_metrics: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 30.0
+
+
+class CheckResult(BaseModel):
+    finding: Finding
+    report: Report
+    stacks_dir: str | None = None
+
+
+def _out_dir(ledger: Ledger, target: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", target)[:100]
+    return ledger.path.parent / "reports" / f"live-{safe}-{stamp}"
+
+
+def _save_stacks(out: Path, lk: SlurmLook) -> dict[int, tuple[str, int]]:
+    """Each node's dump output as it came (the evidence), and where each rank's begins."""
+    where: dict[int, tuple[str, int]] = {}
+    if lk.stacks is None:
+        return where
+    folder = out / "stacks"
+    folder.mkdir(parents=True, exist_ok=True)
+    pid_rank = {pid: rank for rank, pid in lk.stacks.rank_pids.items()}
+    for node, text in lk.stacks.raw.items():
+        path = folder / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', node)}.txt"
+        path.write_text(text)
+        for n, line in enumerate(text.splitlines(), 1):
+            m = re.match(r"@@proc pid=(\d+)", line)
+            if m and int(m.group(1)) in pid_rank:
+                where[pid_rank[int(m.group(1))]] = (str(path), n)
+    return where
+
+
+def _events(f: Finding, lk: SlurmLook, stack_at: dict[int, tuple[str, int]],
+            fs_queries: list) -> tuple[list[Event], list[Event]]:
+    support: list[Event] = []
+    against: list[Event] = []
+    if lk.progress and lk.progress.marks:
+        m = lk.progress.marks[-1]
+        support.append(evidence(lk.progress.path, m.line, m.text,
+                                f"last progress line: {f.stall.reason}", at=m.t))
+    if f.stacks is not None:
+        for p in f.stacks.culprits[:8]:
+            path, line = stack_at.get(p.rank, ("stacks", 0))
+            support.append(evidence(path, line, " <- ".join(p.stack),
+                                    f"rank {p.rank}: {p.state} at {p.where}", node=p.node,
+                                    rank=p.rank))
+        dom = f.stacks.dominant
+        if dom is not None:
+            path, line = stack_at.get(dom.rank, ("stacks", 0))
+            ev = evidence(path, line, " <- ".join(dom.stack),
+                          f"{len(f.stacks.dominant_ranks)} ranks {dom.state} at {dom.where}",
+                          node=dom.node, rank=dom.rank)
+            (support if f.kind == "hang" else against).append(ev)
+    if f.failslow is not None:
+        for slow in f.failslow.slow[:2]:
+            for d in slow.deviations:
+                q = next((q for q in fs_queries if q.metric == d.metric), None)
+                support.append(evidence(
+                    "prometheus", 0, f"{slow.node} {d.metric} {d.value:.4g}, peers' median "
+                    f"{d.peers_median:.4g} ({d.relative:+.1%}, z {d.z:+.1f})",
+                    f"{slow.node}: {d.metric} apart from its peers", node=slow.node,
+                    span=f"{q.promql} @ {q.window.end.isoformat()}" if q else d.metric))
+    return support, against
+
+
+def check_slurm_job(job_id: str, ledger: Ledger, cli, options: CheckOptions,  # noqa: ANN001
+                    now: float | None = None) -> CheckResult:
+    reads: list[Read] = []
+    t0 = time.perf_counter()
+    lk = look(cli, job_id, options.dumps, options.stall, now)
+    reads.append(Read(tool="slurm_job_progress", args={"job": job_id}, ms=_ms(t0), summary={
+        "state": lk.job.state, "nodes": len(lk.job.nodes), "stdout": lk.job.stdout,
+        "progress_marks": len(lk.progress.marks) if lk.progress else 0}))
+    if lk.stacks is not None:
+        reads.append(Read(tool="rank_stacks", args={"job": job_id, "command": lk.stacks.command},
+                          summary={"ranks": len(lk.stacks.dumps),
+                                   "node_errors": lk.stacks.node_errors}))
+    fs_queries: list = []
+    if options.prometheus_url and lk.job.nodes:
+        from goodput_agent.detect.metrics import failslow
+        from goodput_agent.metrics.prometheus import PrometheusSource
+
+        t1 = time.perf_counter()
+        src = PrometheusSource(options.prometheus_url, timeout_s=options.timeout_s)
+        result = failslow(src, lk.job.nodes, node_label=options.node_label,
+                          extra=options.extra_metrics)
+        lk.observation.failslow, fs_queries = result.verdict, result.queries
+        reads.append(Read(tool="failslow_metrics", ms=_ms(t1),
+                          args={"prometheus": options.prometheus_url, "nodes": len(lk.job.nodes)},
+                          summary={"metrics": result.verdict.metrics,
+                                   "errors": [q.error for q in result.queries if q.error]}))
+    finding = assess(lk.observation, options.stall)
+    target = f"slurm-job-{job_id}"
+    out = _out_dir(ledger, target)
+    stack_at = _save_stacks(out, lk)
+    support, against = _events(finding, lk, stack_at, fs_queries)
+    report = record(ledger, target, f"is running job {job_id} stalled or slowed?", finding,
+                    reads, support, against, "slurm", job_id, lk.missing)
+    return CheckResult(finding=finding, report=report,
+                       stacks_dir=str(out / "stacks") if stack_at else None)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 1)
