@@ -5,8 +5,9 @@ NODE_SCRIPT on every node of the job (--overlap shares the job's resources with 
 step, so nothing is queued). On Kubernetes: the same script through `kubectl exec` (the API's
 pods/exec) in each pod. The script finds the job's Python processes on its node (Slurm: the
 processes whose environment says SLURM_JOB_ID=JOB on this SLURMD_NODENAME, outside the
-script's own step; a pod: every Python process), prints each one's rank variables, and runs
-`py-spy dump --json` on it `samples` times. py-spy needs ptrace rights over the ranks (the
+script's own step, and under the same SLURM_CONF when one is set; a pod: every Python
+process), prints each one's rank variables, and runs `py-spy dump --json` on it `samples`
+times. py-spy needs ptrace rights over the ranks (the
 job's own user where ptrace_scope is 0, else CAP_SYS_PTRACE): a refusal is that rank's error.
 
 Nothing here decides: the dumps are parsed (parsing/pyspy_dump.py) and each failure (py-spy
@@ -46,6 +47,8 @@ for d in /proc/[0-9]*; do
     [ "$(get SLURM_JOB_ID)" = "$job" ] || continue
     [ "$(get SLURMD_NODENAME)" = "$me" ] || continue
     [ "$(get SLURM_STEP_ID)" = "$SLURM_STEP_ID" ] && continue
+    # another cluster's job of the same id on this host (test clusters share one machine)
+    [ -n "${SLURM_CONF:-}" ] && [ "$(get SLURM_CONF)" != "$SLURM_CONF" ] && continue
   fi
   ppid=$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status" 2>/dev/null)
   vars=""

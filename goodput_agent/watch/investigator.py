@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +30,7 @@ class CollectSettings(BaseModel):
     kubeconfig: Path | None = None
     kube_context: str | None = None
     in_cluster: bool | None = None
+    live: Any = None  # a detect.check.CheckOptions, for the live source's triggers
 
 
 class NothingToCollect(GiveUp):
@@ -45,6 +47,11 @@ def investigate_trigger(trigger: Trigger, ledger: Ledger, settings: CollectSetti
     from goodput_agent.investigate import investigate_bundle
 
     c = trigger.collect
+    if "live_slurm_job" in c:
+        from goodput_agent.detect.check import CheckOptions, check_slurm_job
+
+        return check_slurm_job(c["live_slurm_job"], ledger, _slurm(settings),
+                               settings.live or CheckOptions()).report
     if "prometheus_service" in c:
         return _latency(trigger, ledger, settings)
     bundle = bundle_dir(ledger, trigger)

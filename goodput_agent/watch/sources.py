@@ -35,6 +35,8 @@ class SourceOptions(BaseModel):
     alertmanager_listen: str | None = None  # HOST:PORT of the webhook receiver
     since: datetime | None = None  # the first poll starts here (default: now)
     timeout_s: float = 30.0
+    live: Any = None  # a detect.check.CheckOptions: look at running jobs (--live)
+    live_interval_s: float = 10.0
 
     @property
     def any(self) -> bool:
@@ -79,6 +81,12 @@ def build_sources(options: SourceOptions) -> list[WatchSource]:
 
         sources.append(SlurmWatchSource(SlurmCLI(timeout_s=options.timeout_s),
                                         options.slurm_filters, options.since))
+        if options.live is not None:
+            from goodput_agent.watch.live_source import SlurmLiveSource
+
+            sources.append(SlurmLiveSource(SlurmCLI(timeout_s=options.timeout_s),
+                                           options.slurm_filters, options.live,
+                                           interval_s=options.live_interval_s))
     if options.k8s:
         sources.append(_K8sWhenReachable(options))
     if options.prometheus_url:
