@@ -146,7 +146,7 @@ def judge_stall(progress: list[float], now: float, *, steps: list[float] | None 
         return base
     p50, p99 = float(np.percentile(normal, 50)), float(np.percentile(normal, 99))
     base.step_p50_s, base.step_p99_s = p50, p99
-    allowed = base.normal_s = max(s.min_stall_s, s.factor * p99)
+    allowed = base.normal_s = float(max(s.min_stall_s, s.factor * p99))
     open_phase = next((p for p in reversed(phases) if p.start >= times[-1] - 1e-9
                        and p.end is None), None)
     state: State = "progressing"
@@ -166,7 +166,7 @@ def judge_stall(progress: list[float], now: float, *, steps: list[float] | None 
         allowed = max(allowed, recurring)
         notes.append(f"{len(pauses)} earlier unannounced pauses (longest "
                      f"{max(g for _, g in pauses):.0f} s): one is due now")
-    base.allowed_s = allowed
+    base.allowed_s = float(allowed)
     base.notes = notes
     if silent > allowed:
         base.state = "stalled"
