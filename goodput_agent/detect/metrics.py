@@ -41,7 +41,12 @@ class FailSlowResult(BaseModel):
 
 
 def _regex(nodes: list[str]) -> str:
-    return "|".join(re.escape(n) for n in nodes)
+    """An RE2 alternation of the names, inside a PromQL double-quoted string: regex
+    metacharacters escaped for RE2, and that backslash escaped again for the string."""
+    def one(name: str) -> str:
+        name = re.sub(r'([.^$*+?()\[\]{}|\\])', r"\\\\\1", name)
+        return name.replace('"', '\\"')
+    return "|".join(one(n) for n in nodes)
 
 
 def queries(nodes: list[str], node_label: str = NODE_LABEL,
