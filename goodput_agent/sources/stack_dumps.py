@@ -21,6 +21,7 @@ import re
 import shlex
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
@@ -80,53 +81,59 @@ class RankDumps(BaseModel):
     raw: dict[str, str] = Field(default_factory=dict)  # node -> the script's output, as is
 
 
-class _Proc(BaseModel):
+@dataclass
+class _Proc:
     pid: int
     ppid: int | None
     vars: dict[str, str]
     node: str
-    samples: list[ProcessDump] = Field(default_factory=list)
+    samples: list[ProcessDump] = field(default_factory=list)
 
 
 def _kv(text: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S*)", text))
 
 
+_MARK = re.compile(r"^@@", re.M)
+
+
 def _parse_node(text: str, node_hint: str) -> tuple[str, list[_Proc], str | None]:
+    """The script's output, cut at its `@@` marks (a dump's body is many lines of JSON: it is
+    sliced whole, never walked line by line)."""
     node, procs, error = node_hint, [], None
     current: _Proc | None = None
-    body: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("@@node "):
-            node = line[7:].strip() or node_hint
-        elif line.startswith("@@node-error "):
-            error = line[13:].strip()
-        elif line.startswith("@@proc "):
-            kv = _kv(line)
+    body: str | None = None
+    for chunk in _MARK.split(text)[1:]:
+        head, _, rest = chunk.partition("\n")
+        if head.startswith("node "):
+            node = head[5:].strip() or node_hint
+        elif head.startswith("node-error "):
+            error = head[11:].strip()
+        elif head.startswith("proc "):
+            kv = _kv(head)
             current = _Proc(pid=int(kv.pop("pid")), node=node,
                             ppid=int(kv["ppid"]) if kv.get("ppid", "").isdigit() else None,
                             vars={k: v for k, v in kv.items() if v and k != "ppid"})
             procs.append(current)
-        elif line.startswith("@@dump ") and current is not None:
-            body = []
-        elif line.startswith("@@rc ") and current is not None and body is not None:
-            current.samples.append(_dump(body, line[5:].strip(), current.pid))
+        elif head.startswith("dump ") and current is not None:
+            body = rest
+        elif head.startswith("rc ") and current is not None and body is not None:
+            current.samples.append(_dump(body, head[3:].strip(), current.pid))
             body = None
-        elif body is not None:
-            body.append(line)
     return node, procs, error
 
 
-def _dump(lines: list[str], rc: str, pid: int) -> ProcessDump:
-    text = "\n".join(lines).strip()
+def _dump(body: str, rc: str, pid: int) -> ProcessDump:
+    text = body.strip()
     if rc != "0":
-        last = next((ln for ln in reversed(lines) if ln.strip()), "no output")
+        last = text.splitlines()[-1] if text else "no output"
         return ProcessDump(pid=pid, error=f"py-spy exit {rc}: {last.strip()[:300]}")
     try:
         dump = parse_dump(text)
     except DumpError as exc:
         return ProcessDump(pid=pid, error=f"unreadable py-spy output: {exc}")
-    dump.pid = dump.pid or pid
+    if dump.pid is None:
+        dump.pid = pid
     return dump
 
 
