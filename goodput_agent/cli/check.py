@@ -23,6 +23,18 @@ EXIT_UNKNOWN, EXIT_HANG, EXIT_SLOW = 3, 6, 7
 @click.command("check")
 @click.option("--slurm-job", default=None, metavar="ID", help="A running Slurm job.")
 @click.option("--slurm-conf", default=None, metavar="PATH", help="slurm.conf to use.")
+@click.option("--k8s-job", default=None, metavar="NS/NAME",
+              help="A running Kubernetes Job, JobSet, PyTorchJob (NS/KIND/NAME when names "
+                   "collide); stacks through kubectl exec (opt-in RBAC: "
+                   "deploy/kubernetes/optional/stack-dumps.yaml).")
+@click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+              help="--k8s-job: kubeconfig file.")
+@click.option("--context", "kube_context", default=None, help="--k8s-job: kubeconfig context.")
+@click.option("-n", "--namespace", default=None, help="--k8s-job: when NS/ is omitted.")
+@click.option("--in-cluster", is_flag=True, default=None,
+              help="--k8s-job: use the pod's service account.")
+@click.option("--kubectl", default="kubectl", show_default=True,
+              help="--k8s-job: the kubectl that runs the dump script in the pods.")
 @click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
               help="Compare the job's nodes on their DCGM metrics (fail-slow), as PromQL "
                    "computed by this Prometheus.")
@@ -45,19 +57,20 @@ EXIT_UNKNOWN, EXIT_HANG, EXIT_SLOW = 3, 6, 7
               help="Seconds for each command or query.")
 @ledger_option
 @json_option
-def check_cmd(slurm_job: str | None, slurm_conf: str | None, prometheus_url: str | None,
+def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None,
+              kubeconfig: Path | None, kube_context: str | None, namespace: str | None,
+              in_cluster: bool | None, kubectl: str, prometheus_url: str | None,
               node_label: str, extra_metrics: tuple[str, ...], stacks_when: str, samples: int,
               pyspy: str, min_stall_s: float, timeout_s: float, ledger_path: Path | None,
               as_json: bool) -> None:
     """Is this running job stalled (and who hangs), or is one of its nodes slow?"""
     from goodput_agent.analysis.live_stall import StallSettings
-    from goodput_agent.detect.check import CheckOptions, check_slurm_job
+    from goodput_agent.detect.check import CheckOptions
     from goodput_agent.detect.slurm_job import DumpSettings
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.sources.slurm import SlurmCLI
 
-    if not slurm_job:
-        raise click.UsageError("name the running job: --slurm-job ID")
+    if bool(slurm_job) == bool(k8s_job):
+        raise click.UsageError("name one running job: --slurm-job ID or --k8s-job NS/NAME")
     extra = {}
     for item in extra_metrics:
         short, sep, name = item.partition("=")
@@ -69,9 +82,24 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, prometheus_url: str
         dumps=DumpSettings(when=stacks_when, samples=samples, timeout_s=timeout_s, pyspy=pyspy),
         stall=StallSettings(min_stall_s=min_stall_s), prometheus_url=prometheus_url,
         node_label=node_label, extra_metrics=extra, timeout_s=timeout_s)
-    cli = SlurmCLI(timeout_s=timeout_s, slurm_conf=slurm_conf)
     with open_ledger(ledger_path) as ledger:
-        result = check_slurm_job(slurm_job, ledger, cli, options)
+        if slurm_job:
+            from goodput_agent.detect.check import check_slurm_job
+            from goodput_agent.sources.slurm import SlurmCLI
+
+            cli = SlurmCLI(timeout_s=timeout_s, slurm_conf=slurm_conf)
+            result = check_slurm_job(slurm_job, ledger, cli, options)
+        else:
+            from goodput_agent.detect.check import check_k8s_job
+            from goodput_agent.detect.k8s_job import KubectlSettings
+            from goodput_agent.sources.k8s import K8sSource
+
+            source = K8sSource.connect(kubeconfig=kubeconfig, context=kube_context,
+                                       namespace=namespace, in_cluster=in_cluster,
+                                       timeout_s=timeout_s)
+            result = check_k8s_job(k8s_job, ledger, source, options, KubectlSettings(
+                kubectl=kubectl, kubeconfig=str(kubeconfig) if kubeconfig else None,
+                context=kube_context))
     f = result.finding
     if as_json:
         from goodput_agent.untrusted import json_text

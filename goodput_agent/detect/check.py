@@ -94,37 +94,59 @@ def _events(f: Finding, lk: SlurmLook, stack_at: dict[int, tuple[str, int]],
 
 def check_slurm_job(job_id: str, ledger: Ledger, cli, options: CheckOptions,  # noqa: ANN001
                     now: float | None = None) -> CheckResult:
-    reads: list[Read] = []
     t0 = time.perf_counter()
     lk = look(cli, job_id, options.dumps, options.stall, now)
-    reads.append(Read(tool="slurm_job_progress", args={"job": job_id}, ms=_ms(t0), summary={
+    reads = [Read(tool="slurm_job_progress", args={"job": job_id}, ms=_ms(t0), summary={
         "state": lk.job.state, "nodes": len(lk.job.nodes), "stdout": lk.job.stdout,
-        "progress_marks": len(lk.progress.marks) if lk.progress else 0}))
+        "progress_marks": len(lk.progress.marks) if lk.progress else 0})]
+    target = f"slurm-job-{job_id}"
+    return _conclude(ledger, target, f"is running job {job_id} stalled or slowed?", lk,
+                     lk.job.nodes, reads, options, "slurm", job_id, _out_dir(ledger, target))
+
+
+def check_k8s_job(ref: str, ledger: Ledger, source, options: CheckOptions,  # noqa: ANN001
+                  kubectl=None, now: float | None = None) -> CheckResult:  # noqa: ANN001
+    """`source`: a sources.k8s.K8sSource; `kubectl`: a detect.k8s_job.KubectlSettings."""
+    from goodput_agent.detect.k8s_job import look as k8s_look
+
+    target = f"k8s-job-{ref}"
+    out = _out_dir(ledger, target)
+    t0 = time.perf_counter()
+    lk = k8s_look(source, ref, out, options.dumps, options.stall, kubectl, now)
+    reads = [Read(tool="k8s_job_progress", args={"job": ref}, ms=_ms(t0), summary={
+        "pods": len(lk.pods), "progress_marks": len(lk.progress.marks) if lk.progress else 0})]
+    nodes = sorted({p["node"] for p in lk.pods if p["node"]})
+    return _conclude(ledger, target, f"is running job {ref} stalled or slowed?", lk, nodes,
+                     reads, options, "kubernetes", None, out)
+
+
+def _conclude(ledger: Ledger, target: str, question: str, lk, nodes: list[str],  # noqa: ANN001
+              reads: list[Read], options: CheckOptions, scheduler: str, job: str | None,
+              out: Path) -> CheckResult:
+    """The stacks and metrics read, the finding assessed, its evidence kept, all recorded."""
     if lk.stacks is not None:
-        reads.append(Read(tool="rank_stacks", args={"job": job_id, "command": lk.stacks.command},
+        reads.append(Read(tool="rank_stacks", args={"command": lk.stacks.command},
                           summary={"ranks": len(lk.stacks.dumps),
-                                   "node_errors": lk.stacks.node_errors}))
+                                   "errors": lk.stacks.node_errors}))
     fs_queries: list = []
-    if options.prometheus_url and lk.job.nodes:
+    if options.prometheus_url and nodes:
         from goodput_agent.detect.metrics import failslow
         from goodput_agent.metrics.prometheus import PrometheusSource
 
         t1 = time.perf_counter()
         src = PrometheusSource(options.prometheus_url, timeout_s=options.timeout_s)
-        result = failslow(src, lk.job.nodes, node_label=options.node_label,
+        result = failslow(src, nodes, node_label=options.node_label,
                           extra=options.extra_metrics)
         lk.observation.failslow, fs_queries = result.verdict, result.queries
         reads.append(Read(tool="failslow_metrics", ms=_ms(t1),
-                          args={"prometheus": options.prometheus_url, "nodes": len(lk.job.nodes)},
+                          args={"prometheus": options.prometheus_url, "nodes": len(nodes)},
                           summary={"metrics": result.verdict.metrics,
                                    "errors": [q.error for q in result.queries if q.error]}))
     finding = assess(lk.observation, options.stall)
-    target = f"slurm-job-{job_id}"
-    out = _out_dir(ledger, target)
     stack_at = _save_stacks(out, lk)
     support, against = _events(finding, lk, stack_at, fs_queries)
-    report = record(ledger, target, f"is running job {job_id} stalled or slowed?", finding,
-                    reads, support, against, "slurm", job_id, lk.missing)
+    report = record(ledger, target, question, finding, reads, support, against, scheduler,
+                    job, lk.missing)
     return CheckResult(finding=finding, report=report,
                        stacks_dir=str(out / "stacks") if stack_at else None)
 
