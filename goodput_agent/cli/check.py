@@ -38,6 +38,14 @@ EXIT_UNKNOWN, EXIT_HANG, EXIT_SLOW = 3, 6, 7
 @click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
               help="Compare the job's nodes on their DCGM metrics (fail-slow), as PromQL "
                    "computed by this Prometheus.")
+@click.option("--job-selector", default=None, metavar='LABELS',
+              help='With --prometheus alone: the job\'s label matchers (job="llama"); its '
+                   "progress is its step counter (--step-metric).")
+@click.option("--step-metric", default=None, metavar="NAME",
+              help="--job-selector: the counter of steps the job exports.")
+@click.option("--nodes", "node_names", default=None, metavar="N1,N2",
+              help="--job-selector: the job's nodes, for fail-slow (default: the node label's "
+                   "values on the step counter's series).")
 @click.option("--node-label", default="Hostname", show_default=True,
               help="The label that names the node in the metrics.")
 @click.option("--metric", "extra_metrics", multiple=True, metavar="SHORT=NAME",
@@ -60,6 +68,7 @@ EXIT_UNKNOWN, EXIT_HANG, EXIT_SLOW = 3, 6, 7
 def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None,
               kubeconfig: Path | None, kube_context: str | None, namespace: str | None,
               in_cluster: bool | None, kubectl: str, prometheus_url: str | None,
+              job_selector: str | None, step_metric: str | None, node_names: str | None,
               node_label: str, extra_metrics: tuple[str, ...], stacks_when: str, samples: int,
               pyspy: str, min_stall_s: float, timeout_s: float, ledger_path: Path | None,
               as_json: bool) -> None:
@@ -69,8 +78,11 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
     from goodput_agent.detect.slurm_job import DumpSettings
     from goodput_agent.ledger import open_ledger
 
-    if bool(slurm_job) == bool(k8s_job):
-        raise click.UsageError("name one running job: --slurm-job ID or --k8s-job NS/NAME")
+    if sum(map(bool, (slurm_job, k8s_job, job_selector))) != 1:
+        raise click.UsageError("name one running job: --slurm-job ID, --k8s-job NS/NAME, or "
+                               "--prometheus URL --job-selector LABELS --step-metric NAME")
+    if job_selector and not (prometheus_url and step_metric):
+        raise click.UsageError("--job-selector needs --prometheus URL and --step-metric NAME")
     extra = {}
     for item in extra_metrics:
         short, sep, name = item.partition("=")
@@ -89,6 +101,12 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
 
             cli = SlurmCLI(timeout_s=timeout_s, slurm_conf=slurm_conf)
             result = check_slurm_job(slurm_job, ledger, cli, options)
+        elif job_selector:
+            from goodput_agent.detect.check import check_prometheus_job
+
+            result = check_prometheus_job(
+                job_selector, step_metric or "", ledger, options,
+                [n for n in (node_names or "").split(",") if n] or None)
         else:
             from goodput_agent.detect.check import check_k8s_job
             from goodput_agent.detect.k8s_job import KubectlSettings

@@ -63,6 +63,12 @@ def _events(f: Finding, lk: SlurmLook, stack_at: dict[int, tuple[str, int]],
             fs_queries: list) -> tuple[list[Event], list[Event]]:
     support: list[Event] = []
     against: list[Event] = []
+    if getattr(lk, "query", None) and getattr(lk, "last_values", None):
+        t, v = lk.last_values[-1]
+        support.append(evidence("prometheus", 0, ", ".join(
+            f"{datetime.fromtimestamp(ts, UTC).isoformat()} {val:g}" for ts, val in
+            lk.last_values), f"the step counter's last samples: {f.stall.reason}", at=t,
+            span=lk.query))
     if lk.progress and lk.progress.marks:
         m = lk.progress.marks[-1]
         support.append(evidence(lk.progress.path, m.line, m.text,
@@ -118,6 +124,26 @@ def check_k8s_job(ref: str, ledger: Ledger, source, options: CheckOptions,  # no
     nodes = sorted({p["node"] for p in lk.pods if p["node"]})
     return _conclude(ledger, target, f"is running job {ref} stalled or slowed?", lk, nodes,
                      reads, options, "kubernetes", None, out)
+
+
+def check_prometheus_job(selector: str, metric: str, ledger: Ledger, options: CheckOptions,
+                         nodes: list[str] | None = None, now: float | None = None) -> CheckResult:
+    """A job known only by its labels in Prometheus: progress from its step counter."""
+    from goodput_agent.detect.prom_job import look as prom_look
+    from goodput_agent.metrics.prometheus import PrometheusSource
+
+    assert options.prometheus_url
+    src = PrometheusSource(options.prometheus_url, timeout_s=options.timeout_s)
+    t0 = time.perf_counter()
+    lk = prom_look(src, selector, metric, options.node_label, nodes, now)
+    reads = [Read(tool="step_counter", args={"query": lk.query}, ms=_ms(t0), summary={
+        "samples": len(lk.observation.samples or []), "rises": len(lk.observation.progress),
+        "nodes": len(lk.nodes)})]
+    target = f"prometheus-{selector}"
+    out = _out_dir(ledger, target)
+    result = _conclude(ledger, target, f"is the job {selector} stalled or slowed?", lk,
+                       lk.nodes, reads, options, "prometheus", None, out)
+    return result
 
 
 def _conclude(ledger: Ledger, target: str, question: str, lk, nodes: list[str],  # noqa: ANN001

@@ -66,6 +66,9 @@ def proposals(f: Finding, scheduler: str, job: str | None) -> list[ProposalDraft
         if scheduler == "kubernetes":
             return [ProposalDraft(tool="k8s_cordon_node", mutating=True, rationale=why,
                                   args={"node": f.node})]
+        if scheduler != "slurm":  # a job known only by its metrics: no scheduler to ask
+            return [ProposalDraft(tool="node_service", mutating=False, rationale=why, args={
+                "node": f.node, "advice": "take the node out of service and rerun without it"})]
         out = [ProposalDraft(tool="slurm_drain_node", mutating=True, rationale=why,
                              args={"node": f.node, "reason": f"goodput: {f.kind} of job {job}"})]
         if job:
