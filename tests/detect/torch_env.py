@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import fcntl
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.reference.hta_env import HtaUnavailable, _run
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".cache" / "torch-venv"
@@ -33,25 +34,18 @@ def _ready(venv: Path) -> bool:
     return marker.get("pins") == list(PINS) and (venv / "bin" / "py-spy").exists()
 
 
-def _run(cmd: list[str], what: str, timeout: float) -> None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise TorchUnavailable(f"{what} took over {timeout:.0f} s") from e
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-        raise TorchUnavailable(f"{what} failed (exit {proc.returncode}): "
-                               f"{lines[-1] if lines else 'no output'}")
-
-
 def torch_venv(venv: Path = VENV, timeout: float = 900.0) -> Path:
     """The environment's folder (bin/python, bin/py-spy): made on first use, then reused."""
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / "torch-venv.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one maker at a time (parallel test runs)
         if not _ready(venv):
-            _run([sys.executable, "-m", "venv", "--clear", str(venv)], "python -m venv", 120)
-            _run([str(venv / "bin" / "pip"), "install", "-q", *PINS], "pip install torch",
-                 timeout)
+            try:  # the same runner as HTA's environment (one line on failure)
+                _run([sys.executable, "-m", "venv", "--clear", str(venv)], "python -m venv",
+                     120)
+                _run([str(venv / "bin" / "pip"), "install", "-q", *PINS],
+                     "pip install torch", timeout)
+            except HtaUnavailable as exc:
+                raise TorchUnavailable(str(exc)) from None
             (venv / MARKER).write_text(json.dumps({"pins": list(PINS)}))
     return venv
