@@ -61,6 +61,8 @@ class Finding(BaseModel):
     flight_behind: list[int] = Field(default_factory=list)
     failslow: FailSlowVerdict | None = None
     unknowns: list[str] = Field(default_factory=list)
+    # the culprit node's own health over the last hour (DCGM: Xids, ECC, row remaps, ...)
+    node_problems: list[str] = Field(default_factory=list)
 
     @property
     def alarm(self) -> bool:

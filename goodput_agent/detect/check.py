@@ -171,10 +171,41 @@ def _conclude(ledger: Ledger, target: str, question: str, lk, nodes: list[str], 
     finding = assess(lk.observation, options.stall)
     stack_at = _save_stacks(out, lk)
     support, against = _events(finding, lk, stack_at, fs_queries)
+    if finding.kind == "hang" and finding.node and options.prometheus_url:
+        support += node_health(finding, options, reads, lk.observation.now)
     report = record(ledger, target, question, finding, reads, support, against, scheduler,
                     job, lk.missing)
     return CheckResult(finding=finding, report=report,
                        stacks_dir=str(out / "stacks") if stack_at else None)
+
+
+def node_health(f: Finding, options: CheckOptions, reads: list[Read],
+                at: float) -> list[Event]:
+    """The hung rank's node in DCGM over the last hour (metrics/dcgm_health.py): an Xid or
+    an uncorrectable error there makes the hang the hardware's, and the proposal a drain."""
+    from datetime import timedelta
+
+    from goodput_agent.metrics.dcgm_health import gpu_health
+    from goodput_agent.metrics.prometheus import PrometheusSource
+    from goodput_agent.metrics.source import TimeWindow
+
+    assert options.prometheus_url and f.node
+    t0 = time.perf_counter()
+    end = datetime.fromtimestamp(at, UTC)
+    src = PrometheusSource(options.prometheus_url, timeout_s=options.timeout_s)
+    health = gpu_health(src, TimeWindow(start=end - timedelta(hours=1), end=end), {f.node})
+    reads.append(Read(tool="node_health", args={"node": f.node}, ms=_ms(t0),
+                      summary={"gpus": len(health.gpus), "errors": health.errors[:3]}))
+    out = []
+    for g in health.gpus:
+        for problem in g.problems:
+            f.node_problems.append(f"{g.host} GPU {g.gpu}: {problem}")
+            out.append(evidence("prometheus", 0, f"{g.host} GPU {g.gpu}: {problem}",
+                                f"the hung rank's node: {problem}", node=g.host,
+                                span=f"{health.queries[0] if health.queries else 'dcgm'}"))
+    if f.node_problems:
+        f.summary += "; its node: " + "; ".join(f.node_problems[:3])
+    return out
 
 
 def _ms(t0: float) -> float:

@@ -59,8 +59,8 @@ def proposals(f: Finding, scheduler: str, job: str | None) -> list[ProposalDraft
     data or I/O -> advice, no cluster action; culprit unknown -> what to collect."""
     stuck = f.stacks.culprits[0].state if f.stacks and f.stacks.culprits else None
     hardware = f.node is not None and (
-        (f.kind == "hang" and stuck == "cuda") or (f.kind != "hang" and f.failslow
-                                                   and f.failslow.slow))
+        (f.kind == "hang" and (stuck == "cuda" or bool(f.node_problems)))
+        or (f.kind != "hang" and f.failslow and f.failslow.slow))
     if hardware and f.node:
         why = f.summary[:300]
         if scheduler == "kubernetes":

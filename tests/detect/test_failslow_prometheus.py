@@ -61,3 +61,28 @@ def test_failslow_pushed_down_names_the_node_the_replay_names(seed: int, fault: 
     else:  # this straggler's node idles more than its peers (DCGM SM activity)
         assert names == [case.culprit_node] and not got.verdict.slow[0].throttled
         assert names == [s.node for s in replay.slow]
+
+
+def test_the_hung_ranks_node_is_joined_with_its_xids(tmp_path: Path) -> None:
+    """A hang whose culprit node logged Xid 79 in DCGM within the hour: said in the verdict,
+    cited as evidence, and the proposal becomes taking the node out."""
+    from goodput_agent.analysis.live_stall import StallVerdict
+    from goodput_agent.detect.assess import Finding
+    from goodput_agent.detect.check import CheckOptions, node_health
+    from goodput_agent.detect.record import Read, proposals
+
+    at = 1_796_000_000.0
+    lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
+    for t in range(int(at) - 900, int(at) + 1, 30):
+        for node, code in (("gpu-node-02", 79 if t > at - 400 else 0), ("gpu-node-01", 0)):
+            lines.append(f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{node}",gpu="3"}} {code} {t}')
+    f = Finding(kind="hang", summary="stalled; rank 3 on gpu-node-02 hangs", confidence=0.8,
+                node="gpu-node-02", rank=3, stall=StallVerdict(state="stalled"))
+    assert [p.tool for p in proposals(f, "slurm", "9")] == ["collect_stacks"]  # no sign yet
+    reads: list[Read] = []
+    with prometheus_over_text(tmp_path, "\n".join(lines) + "\n# EOF\n") as url:
+        events = node_health(f, CheckOptions(prometheus_url=url, timeout_s=20), reads, at)
+    assert f.node_problems and "Xid 79" in f.node_problems[0] and "Xid 79" in f.summary
+    assert events and events[0].node == "gpu-node-02" and reads[0].tool == "node_health"
+    assert [p.tool for p in proposals(f, "slurm", "9")] == ["slurm_drain_node",
+                                                            "slurm_requeue_job"]
