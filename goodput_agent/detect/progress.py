@@ -108,7 +108,13 @@ def read_progress(path: Path, policy: ClockPolicy | None = None,
         first_line = total - len(lines) + 2
         lines = lines[1:]  # the first may be cut
     log = ProgressLog(path=str(path), cut=cut)
-    open_phase: dict[str, Phase] = {}
+    _scan(log, lines, first_line, policy)
+    return log
+
+
+def _scan(log: ProgressLog, lines: list[str], first_line: int, policy: ClockPolicy) -> None:
+    """Add `lines` (numbered from `first_line`) to `log`; a phase left open stays open."""
+    open_phase = {p.kind: p for p in log.phases if p.end is None}
     for offset, text in enumerate(lines):
         number = first_line + offset
         t = line_time(text, policy) if text.strip() else None
@@ -134,7 +140,51 @@ def read_progress(path: Path, policy: ClockPolicy | None = None,
                                   line=number, text=text[:300]))
             for kind in list(open_phase):  # progress again: the phase is over
                 open_phase.pop(kind).end = t
-    return log
+
+
+class _Seen(BaseModel):
+    inode: int
+    size: int  # bytes consumed (whole lines only)
+    lines: int  # lines consumed
+    log: ProgressLog
+
+
+class ProgressCache:
+    """Each log read once, then only what was appended since (the watch looks at every
+    running job every 10 s: re-reading each one's tail each time would cost 0.3 s a job). A
+    file replaced or truncated is read again from its tail. Marks beyond `keep` are dropped
+    from the front (the detector learns from the recent history)."""
+
+    def __init__(self, keep: int = 50_000):
+        self.keep = keep
+        self._seen: dict[str, _Seen] = {}
+
+    def read(self, path: Path, policy: ClockPolicy | None = None) -> ProgressLog:
+        policy = policy or ClockPolicy()
+        st = path.stat()
+        seen = self._seen.get(str(path))
+        if seen is None or seen.inode != st.st_ino or st.st_size < seen.size:
+            log = read_progress(path, policy)
+            with path.open("rb") as fh:  # where the last whole line ends
+                fh.seek(max(0, st.st_size - 65536))
+                tail = fh.read()
+            whole = st.st_size - len(tail) + tail.rfind(b"\n") + 1
+            self._seen[str(path)] = _Seen(inode=st.st_ino, size=whole,
+                                          lines=_count_lines(path) - 1, log=log)
+            return log
+        if st.st_size > seen.size:
+            with path.open("rb") as fh:
+                fh.seek(seen.size)
+                data = fh.read(st.st_size - seen.size)
+            whole = data.rfind(b"\n") + 1  # a line still being written waits for its end
+            if whole:
+                lines = data[:whole - 1].decode("utf-8", errors="replace").split("\n")
+                _scan(seen.log, lines, seen.lines + 1, policy)
+                seen.size += whole
+                seen.lines += len(lines)
+                if len(seen.log.marks) > self.keep:
+                    del seen.log.marks[:len(seen.log.marks) - self.keep]
+        return seen.log
 
 
 def _count_lines(path: Path) -> int:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.live_stall import StallSettings
 from goodput_agent.detect.assess import Observation, stall_of
-from goodput_agent.detect.progress import ProgressLog, read_progress
+from goodput_agent.detect.progress import ProgressCache, ProgressLog, read_progress
 from goodput_agent.errors import BadInput
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.sources.errors import SourceError
@@ -64,8 +64,10 @@ def job_now(cli, job_id: str) -> SlurmJobNow:  # noqa: ANN001 - a sources.slurm.
 
 
 def look(cli, job_id: str, dumps: DumpSettings | None = None,  # noqa: ANN001 - a SlurmCLI
-         settings: StallSettings | None = None, now: float | None = None) -> SlurmLook:
-    """One look at a running job; BadInput when it is not running (nothing live to check)."""
+         settings: StallSettings | None = None, now: float | None = None,
+         cache: ProgressCache | None = None) -> SlurmLook:
+    """One look at a running job; BadInput when it is not running (nothing live to check).
+    `cache`: the watch's, so a job's output is read once and then only what was appended."""
     dumps = dumps or DumpSettings()
     job = job_now(cli, job_id)
     if job.state != "RUNNING":
@@ -74,7 +76,8 @@ def look(cli, job_id: str, dumps: DumpSettings | None = None,  # noqa: ANN001 - 
     obs = Observation(job=f"slurm:{job_id}", now=now or time.time())
     result = SlurmLook(job=job, observation=obs)
     if job.stdout and Path(job.stdout).is_file():
-        log = read_progress(Path(job.stdout))
+        path = Path(job.stdout)
+        log = cache.read(path) if cache is not None else read_progress(path)
         result.progress = log
         obs.progress = [m.t for m in log.marks]
         obs.steps = [float(m.step) for m in log.marks] if all(

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from goodput_agent.detect.assess import Finding, assess
 from goodput_agent.detect.check import CheckOptions
+from goodput_agent.detect.progress import ProgressCache
 from goodput_agent.detect.slurm_job import look
 from goodput_agent.errors import BadInput
 from goodput_agent.sources.errors import SourceError
@@ -38,6 +39,7 @@ class SlurmLiveSource:
         self.cli, self.filters, self.options = cli, filters, options
         self.interval_s = interval_s
         self.cluster = cluster
+        self.progress = ProgressCache()  # each job's output read once, then what it appends
 
     def running(self) -> list[str]:
         try:
@@ -61,7 +63,8 @@ class SlurmLiveSource:
 
     def finding(self, job: str) -> Finding | None:
         try:
-            lk = look(self.cli, job, self.options.dumps, self.options.stall)
+            lk = look(self.cli, job, self.options.dumps, self.options.stall,
+                      cache=self.progress)
         except BadInput:  # ended between squeue and scontrol, or unreadable: next poll
             return None
         if self.options.prometheus_url and lk.job.nodes:
