@@ -56,6 +56,8 @@ class JobResult(BaseModel):
     alarm_node: str | None = None
     confidence: float = 0.0
     summary: str = ""
+    # the bound for a stall: 60 s after the onset, or 3x the job's p99 step time
+    deadline_s: float | None = None
 
 
 class MethodScores(BaseModel):
@@ -68,6 +70,8 @@ class MethodScores(BaseModel):
     tp: int
     fp: int
     fn: int
+    # of the hangs detected, the share detected within their deadline (60 s or 3x p99 step)
+    hangs_within_deadline: float | None = None
 
 
 class LiveScores(BaseModel):
@@ -143,6 +147,10 @@ def replay(case: LiveCase, r: _Replay, settings: StallSettings | None = None) ->
     r.dumped_at, r.dumps = None, None
     out = JobResult(job=case.job, fault=case.fault, nodes=case.nodes, onset=case.onset,
                     expected_node=case.culprit_node)
+    if case.onset is not None:
+        steps = np.diff([m for m in case.marks if m <= case.onset])
+        p99 = float(np.percentile(steps, 99)) if len(steps) else 0.0
+        out.deadline_s = max(60.0, 3 * p99)
     t = case.start + 60
     stop = case.end if case.onset is None else min(case.end, case.onset + 900)
     while t <= stop:
@@ -209,6 +217,7 @@ def baseline_watchdog(case: LiveCase) -> JobResult:
 def score(results: list[JobResult]) -> MethodScores:
     tp = fp = fn = 0
     delays: list[float] = []
+    hangs: list[bool] = []
     culprit_right = culprit_total = 0
     for r in results:
         faulty = r.fault != "healthy"
@@ -217,6 +226,8 @@ def score(results: list[JobResult]) -> MethodScores:
         if hit:
             tp += 1
             delays.append(r.alarm_at - r.onset)  # type: ignore[operator]
+            if r.fault == "hang" and r.deadline_s is not None:
+                hangs.append(delays[-1] <= r.deadline_s)
             if r.expected_node is not None or r.fault == "hang":
                 culprit_total += 1
                 culprit_right += r.alarm_node == r.expected_node
@@ -231,7 +242,8 @@ def score(results: list[JobResult]) -> MethodScores:
         detect_median_s=round(statistics.median(delays), 1) if delays else None,
         detect_p95_s=round(float(np.percentile(delays, 95)), 1) if delays else None,
         culprit_accuracy=round(culprit_right / culprit_total, 4) if culprit_total else None,
-        tp=tp, fp=fp, fn=fn)
+        tp=tp, fp=fp, fn=fn,
+        hangs_within_deadline=round(sum(hangs) / len(hangs), 4) if hangs else None)
 
 
 def score_live(seed: int = 29, jobs: int = 240) -> LiveScores:
@@ -258,6 +270,7 @@ def live_json(s: LiveScores) -> dict:
                      "detect_median_s": o.detect_median_s, "detect_p95_s": o.detect_p95_s,
                      "culprit_accuracy": o.culprit_accuracy, "jobs": s.jobs,
                      "by_fault": s.by_fault, "counts": {"tp": o.tp, "fp": o.fp, "fn": o.fn},
+                     "hangs_within_deadline": o.hangs_within_deadline,
                      "baseline": {k: v.model_dump() for k, v in s.baseline.items()}}}
 
 

@@ -19,6 +19,7 @@ def test_the_goals_hold_on_part_of_the_suite() -> None:
     assert o.precision >= 0.95 and o.recall >= 0.9, o
     assert o.detect_median_s is not None and o.detect_median_s <= 60
     assert o.culprit_accuracy is not None and o.culprit_accuracy >= 0.9
+    assert o.hangs_within_deadline is not None and o.hangs_within_deadline >= 0.9
     fixed, watchdog = s.baseline["fixed_thresholds"], s.baseline["watchdog"]
     assert fixed.f1 < o.f1 and watchdog.f1 < o.f1
     assert watchdog.detect_median_s == 600.0 and fixed.detect_median_s > o.detect_median_s
