@@ -61,7 +61,7 @@ source_options: list[Callable[[Any], Any]] = [
                       "deploy/prometheus/); latency alerts are investigated against it."),
     click.option("--alertmanager-listen", default=None, metavar="HOST:PORT",
                  help="Receive Alertmanager webhooks here (path /alertmanager)."),
-    click.option("--live", is_flag=True, help="--slurm: also look at every running job each "
+    click.option("--live", is_flag=True, help="--slurm/--k8s: also look at every running job each "
                  "--live-interval for a stall (who hangs, from the ranks' stacks) or a slow "
                  "node (with --prometheus), while it runs."),
     click.option("--live-interval", "live_interval_s", default=10.0, show_default=True,
@@ -71,6 +71,8 @@ source_options: list[Callable[[Any], Any]] = [
                  "silence."),
     click.option("--py-spy", "pyspy", default="py-spy", show_default=True,
                  help="--live: py-spy as the nodes find it."),
+    click.option("--kubectl", default="kubectl", show_default=True,
+                 help="--k8s --live: the kubectl that runs the dump script in the pods."),
     click.option("--since", "since_text", default=None, metavar="WHEN",
                  help="Where the first poll starts: 2h (that long ago) or an ISO time "
                       "(default: now). A restart resumes from the stored cursor instead."),
@@ -87,6 +89,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
     since_text = flags.pop("since_text")
     live, live_interval_s = flags.pop("live"), flags.pop("live_interval_s")
     min_stall_s, pyspy = flags.pop("min_stall_s"), flags.pop("pyspy")
+    kubectl = flags.pop("kubectl")
     live_options = None
     if live:
         from goodput_agent.analysis.live_stall import StallSettings
@@ -98,7 +101,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
             stall=StallSettings(min_stall_s=min_stall_s),
             prometheus_url=flags.get("prometheus_url"), timeout_s=timeout_s)
     return SourceOptions(
-        live=live_options, live_interval_s=live_interval_s,
+        live=live_options, live_interval_s=live_interval_s, kubectl=kubectl,
         slurm=flags.pop("slurm"), timeout_s=timeout_s, k8s=flags.pop("k8s"),
         namespaces=list(flags.pop("namespaces")), selector=flags.pop("selector"),
         kubeconfig=flags.pop("kubeconfig"), kube_context=flags.pop("kube_context"),
@@ -155,8 +158,8 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
 
         os.environ["SLURM_CONF"] = slurm_conf  # the sources' and the collectors' commands
     options = _source_options(flags, timeout_s)
-    if options.live is not None and not options.slurm:
-        raise click.UsageError("--live looks at running Slurm jobs: add --slurm")
+    if options.live is not None and not (options.slurm or options.k8s):
+        raise click.UsageError("--live looks at running jobs: add --slurm or --k8s")
     sources = build_sources(options)
     if not sources and not options.any:
         raise click.UsageError("choose what to watch: --slurm, --k8s, --prometheus URL or "
@@ -164,7 +167,8 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     settings = CollectSettings(slurm_conf=slurm_conf, timeout_s=timeout_s,
                                prometheus_url=options.prometheus_url,
                                kubeconfig=options.kubeconfig, kube_context=options.kube_context,
-                               in_cluster=options.in_cluster, live=options.live)
+                               in_cluster=options.in_cluster, live=options.live,
+                               kubectl=options.kubectl)
     notify = None
     if notify_url:
         from goodput_agent.watch.notify import NotifySettings, notifier

@@ -77,3 +77,36 @@ def test_ranks_land_on_their_pods_nodes(tmp_path: Path) -> None:
                         KubectlSettings(kubeconfig="/k", context="c"))
     assert argv[:8] == ["kubectl", "--kubeconfig=/k", "--context=c", "exec", "-n", "train",
                         "llama-0", "-c"] and argv[9:12] == ["--", "sh", "-c"]
+
+
+def test_watch_k8s_live_investigates_the_stalled_job_once(tmp_path: Path) -> None:
+    """`goodput watch --k8s --live --once` over the fixture API server: the running Job's
+    pods found by their job label, the stall judged from the logs, one live incident
+    investigated (culprit unknown: the fixture serves no exec), and none for a job that
+    progresses."""
+    from goodput_agent.ledger_reader import read_ledger
+
+    now = time.time()
+    c = cluster(now)
+    lively = {"batch.kubernetes.io/job-name": "fresh", "job-name": "fresh"}
+    c.add(job("batch/v1", "Job", "fresh"))
+    c.add(pod("fresh-0", node="gpu-3", labels=lively))
+    c.add_log("train", "fresh-0", "main", "\n".join(
+        f"{datetime.fromtimestamp(now - 40 + s, UTC).isoformat()} iteration {s}"
+        for s in range(1, 40)) + "\n")
+    ledger = tmp_path / "l.duckdb"
+    with running_kube_api(c) as srv:
+        kubeconfig = srv.kubeconfig(tmp_path / "kubeconfig", namespace="train")
+        argv = [sys.executable, "-m", "goodput_agent.cli", "watch", "--k8s", "--live",
+                "--once", "--namespace", "train", "--kubeconfig", str(kubeconfig),
+                "--kubectl", "false", "--ledger", str(ledger)]
+        for _ in range(2):
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                                 check=False)
+            assert out.returncode == 0, out.stderr
+    with read_ledger(ledger) as (lg, _):
+        rows = lg.rows("SELECT t.key, t.status, c.category FROM watch_triggers t JOIN "
+                       "conclusions c ON c.investigation_id = t.investigation_id "
+                       "WHERE t.question = 'live'")
+    assert len(rows) == 1 and rows[0]["status"] == "done" and rows[0]["category"] == "hang"
+    assert rows[0]["key"].startswith("live:k8s:train/job/llama:stall:")
