@@ -17,10 +17,10 @@ def render(s: LiveScores) -> None:
     console.rule("live")
     console.print(f"{s.jobs} running jobs: " + ", ".join(f"{k} {v}" for k, v in
                                                         sorted(s.by_fault.items())))
-    t = Table()
-    for col in ("method", "precision", "recall", "F1", "detect median", "detect p95",
-                "culprit node", "TP", "FP", "FN"):
-        t.add_column(col)
+    t = Table(caption="detect: time from the onset to the first alarm; culprit: the node named")
+    t.add_column("method", no_wrap=True)
+    for col in ("prec.", "recall", "F1", "median", "p95", "culprit", "TP", "FP", "FN"):
+        t.add_column(col, no_wrap=True)
     for name, m in (("goodput", s.ours), *s.baseline.items()):
         def sec(v: float | None) -> str:
             return "-" if v is None else f"{v:.0f} s"
