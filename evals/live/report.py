@@ -17,17 +17,23 @@ def render(s: LiveScores) -> None:
     console.rule("live")
     console.print(f"{s.jobs} running jobs: " + ", ".join(f"{k} {v}" for k, v in
                                                         sorted(s.by_fault.items())))
-    t = Table(caption="detect: time from the onset to the first alarm; culprit: the node named")
-    t.add_column("method", no_wrap=True)
-    for col in ("prec.", "recall", "F1", "median", "p95", "culprit", "TP", "FP", "FN"):
-        t.add_column(col, no_wrap=True)
-    for name, m in (("goodput", s.ours), *s.baseline.items()):
-        def sec(v: float | None) -> str:
-            return "-" if v is None else f"{v:.0f} s"
-        t.add_row(name, f"{m.precision:.3f}", f"{m.recall:.3f}", f"{m.f1:.3f}",
-                  sec(m.detect_median_s), sec(m.detect_p95_s),
-                  "-" if m.culprit_accuracy is None else f"{m.culprit_accuracy:.1%}",
-                  str(m.tp), str(m.fp), str(m.fn))
+    methods = (("goodput", s.ours), *s.baseline.items())
+    t = Table(caption="detect: from the onset to the first alarm; culprit: the node named")
+    t.add_column("", no_wrap=True)
+    for name, _ in methods:
+        t.add_column(name, no_wrap=True, justify="right")
+
+    def sec(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f} s"
+
+    rows = (("precision", lambda m: f"{m.precision:.3f}"), ("recall", lambda m: f"{m.recall:.3f}"),
+            ("F1", lambda m: f"{m.f1:.3f}"), ("detect median", lambda m: sec(m.detect_median_s)),
+            ("detect p95", lambda m: sec(m.detect_p95_s)),
+            ("culprit node", lambda m: "-" if m.culprit_accuracy is None
+             else f"{m.culprit_accuracy:.1%}"),
+            ("TP / FP / FN", lambda m: f"{m.tp} / {m.fp} / {m.fn}"))
+    for label, cell in rows:
+        t.add_row(label, *(cell(m) for _, m in methods))
     console.print(t)
 
 
