@@ -99,8 +99,11 @@ def _past_silence(cluster: SlurmCluster, job: str) -> None:
 def slowed(cluster: SlurmCluster, venv: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[tuple[str, Path]]:
     state = tmp_path_factory.mktemp("slowed") / "state"
+    # the others sleep 5 ms a step, then wait ~0.4 s for rank 2 in all_reduce: in 5 samples a
+    # waiting rank is caught in its sleep 3 times with a chance of ~1e-5, rank 2 outside its
+    # slow_compute likewise (a majority of the samples places each rank)
     job = _submit(cluster, venv, state, "--slow-rank", "2", "--slow-s", "0.4",
-                  "--ready-at", "5")
+                  "--step-s", "0.005", "--ready-at", "5")
     try:
         _wait_files([state / f"ready-{r}" for r in range(4)], job, cluster)
         yield job, state
