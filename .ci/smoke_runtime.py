@@ -222,6 +222,10 @@ def full(env: dict[str, str], tmp: Path) -> None:
         ["watch", "--prometheus", dead, "--once", "--timeout", "2"], env, ok=(4,))
     run("watch status --json (the source shows down, exit 4)", ["watch", "status", "--json"],
         env, ok=(4,))
+    run("check --slurm-job without a reachable Slurm: one line, exit 2",
+        ["check", "--slurm-job", "1", "--timeout", "5"], env, ok=(2,))
+    run("watch --slurm --live --once without a reachable Slurm: a down source, exit 4",
+        ["watch", "--slurm", "--live", "--once", "--timeout", "2"], env, ok=(4,))
     run("investigate --ray without ray installed: one line, exit 2",
         ["investigate", str(shipped_cases()["failure"]), "--ray", "auto"], env, ok=(2,))
     run("node-health (no GPU)", ["node-health", "--no-kernel-log"], env, ok=(0, 2, 3))

@@ -26,7 +26,7 @@ from goodput_agent.parallel import LocalRunner, Runner
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_head, strip_ansi
-from goodput_agent.parsing.registry import identify, parsers
+from goodput_agent.parsing.registry import identify, identify_deep, parse_file, parsers
 from goodput_agent.parsing.timefmt import ClockPolicy
 from goodput_agent.unpack import unpack
 
@@ -182,7 +182,7 @@ def _parse_one(root: Path, f: BundleFile, clock: ClockPolicy) -> ParseResult | s
     ctx = ParseContext(rel_path=f.rel_path, node_hint=f.node_hint, rank_hint=f.rank_hint,
                        clock=clock)
     try:
-        return parser.parse(root / f.rel_path, ctx)
+        return parse_file(parser, root / f.rel_path, ctx)
     except ParseError as exc:
         return str(exc).splitlines()[0] if str(exc) else f"{f.rel_path}: cannot parse"
     except Exception as exc:  # noqa: BLE001 - one odd file must not end the investigation
@@ -285,6 +285,8 @@ def _identify(path: Path, rel: str) -> _Identified:
         return _Identified(rel_path=rel, size=size,
                            reason="cannot read (compressed data corrupt?)")
     parser = identify(strip_ansi(raw).decode("utf-8", errors="replace"), path.name)
+    if parser is None and len(raw) >= SNIFF_BYTES and not _looks_binary(raw):
+        parser = identify_deep(path)  # lines it understands further in: never drop the file
     if parser is None:
         if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
             reason = "UTF-16 text (convert it: iconv -f UTF-16 -t UTF-8)"

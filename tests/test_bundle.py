@@ -117,3 +117,16 @@ def test_truncated_archive_is_bad_input(tmp_path: Path, demo_bundle: Path) -> No
     cut.write_bytes(full.read_bytes()[:100])
     with pytest.raises(BadInput, match="cut.tar.gz"):
         open_bundle(cut)
+
+
+def test_a_file_is_identified_by_the_lines_it_holds_past_its_head(tmp_path: Path) -> None:
+    # a long job output whose first pages are an argument dump no sniffer knows, with
+    # slurmstepd's time-limit line near its end (issue 24): read, never listed unread
+    dump = "".join(f"  --option-{i:05d} ................ value-{i}\n" for i in range(6000))
+    (tmp_path / "slurm-77.out").write_text(
+        dump + "slurmstepd: error: *** JOB 77 ON gpu-3 CANCELLED AT 2024-05-01T10:00:00 DUE TO "
+               "TIME LIMIT ***\n")
+    inv = scan(tmp_path)
+    assert len(dump) > 200_000
+    assert [(f.rel_path, f.format) for f in inv.files] == [("slurm-77.out", "job_log")]
+    assert inv.unread == []

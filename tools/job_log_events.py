@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from goodput_agent.analysis.observations import BUNDLE_FACTS
 from goodput_agent.parsing.registry import JOB_LOG_FORMATS
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
 
@@ -20,7 +21,12 @@ class JobLogEventsTool(Tool[JobLogInput, EventsOutput]):
     output_model = EventsOutput
 
     def run(self, ctx: ToolContext, args: JobLogInput) -> EventsOutput:
-        return read_events(ctx, JOB_LOG_FORMATS, node=args.node, rank=args.rank)
+        out = read_events(ctx, JOB_LOG_FORMATS, node=args.node, rank=args.rank)
+        inv = ctx.bundle.inventory if ctx.bundle else None
+        if inv is not None:  # how much of the bundle could be read at all (analysis weighs it)
+            out.facts[BUNDLE_FACTS] = {"bundle_files": len(inv.files) + len(inv.unread),
+                                       "bundle_unread": sorted(u.path for u in inv.unread)}
+        return out
 
 
 TOOL = JobLogEventsTool()

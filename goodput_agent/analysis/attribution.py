@@ -37,6 +37,12 @@ def locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Even
     if links:
         return min(links, key=lambda c: (c.at is None, c.at or best.at or datetime.max))
     ips = host_of_ip(obs)
+    refused = str(best.event.detail.get("peer") or "").split("<")[0]
+    if best.event.detail.get("peer_refused") and (peer_host := names.canon(ips.get(refused))):
+        # nothing listened at the peer's address: the peer, named by the address's host
+        moved = best.event.model_copy(update={"node": peer_host, "rank": None, "gpu": None})
+        return best.model_copy(update={"event": moved, "note": (
+            f"{refused} is {peer_host}; {best.event.node or 'the reporter'} only reported it")})
     votes: dict[str, set[str]] = {}
     for e in events:
         peer = str(e.detail.get("peer") or "").split("<")[0].strip("[]")

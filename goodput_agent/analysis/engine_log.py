@@ -4,6 +4,10 @@ prompt and generation throughput, preemptions for lack of cache) decides where r
 their time, without a measured latency and without a baseline window.
 
 How it decides (each verdict at most 0.65: latency itself is not measured here):
+- a stuck engine first: requests running while it generates (next to) nothing in most samples
+  is not load, whatever waits: `unknown`, saying so and what would show where it is stuck;
+- prefill interference: prompt bursts that cut generation to half or less with nothing waiting
+  (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill;
 - kv_cache_pressure: the scheduler preempted requests for lack of KV-cache space (its own
   warning), or the cache ran at >= 90 % while requests waited in most samples.
 - queueing: requests waited in most samples (mean >= 1) with the cache below 90 %; when prompt
@@ -115,6 +119,46 @@ def _kv(n: _Numbers) -> tuple[float, str]:
                  f"samples (mean {n.waiting_mean:.1f} waiting): new requests wait for blocks")
 
 
+STALL_TPS = 1.0  # generation tokens/s that count as none
+INTERFERENCE_DROP = 0.5  # decode throughput during prompt bursts, against the rest
+
+
+def _stuck(stats: list[Event]) -> str | None:
+    """Requests running while the engine generates (next to) nothing, in most samples: a stuck
+    engine, which no waiting count turns into load."""
+    rows = [e.detail["engine_stats"] for e in stats]
+    idle = [r for r in rows if r["running"] > 0 and r["generation_tps"] < STALL_TPS
+            and r["prompt_tps"] < STALL_TPS]
+    if len(rows) < 3 or len(idle) < MOST * len(rows) or len(idle) < 3:
+        return None
+    times = [e.ts for e in stats if e.ts]
+    span = f" over {(max(times) - min(times)).total_seconds() / 60:.0f} min" if times else ""
+    return (f"The engine looks stuck, not loaded: {len(idle)} of {len(rows)} samples{span} show "
+            f"{max(r['running'] for r in idle)} request(s) running with under {STALL_TPS:g} "
+            "token/s generated and no prompt work; a waiting count alone is not queueing (a "
+            "py-spy dump of the engine, or its /metrics over the same time, would show where "
+            "it is stuck)")
+
+
+def _prefill_interference(stats: list[Event]) -> str | None:
+    """Prompt bursts that collapse decode throughput while nothing waits: decode steps stall
+    behind the prefill of long prompts (chunked prefill shares each step)."""
+    rows = [e.detail["engine_stats"] for e in stats]
+    burst = [r for r in rows if r["prompt_tps"] >= PREFILL_BOUND * max(r["generation_tps"], 1.0)
+             and r["running"] > 0 and r["waiting"] == 0]
+    calm = [r["generation_tps"] for r in rows if r not in burst and r["generation_tps"] > 0]
+    if len(burst) < 2 or len(calm) < 2:
+        return None
+    during = fmean(r["generation_tps"] for r in burst)
+    usual = sorted(calm)[len(calm) // 2]
+    if during > INTERFERENCE_DROP * usual:
+        return None
+    return (f"Prefill interference: in {len(burst)} samples prompt bursts (up to "
+            f"{max(r['prompt_tps'] for r in burst):.0f} prompt tokens/s) cut generation to "
+            f"{during:.1f} tokens/s against {usual:.1f} otherwise, with nothing waiting: "
+            "running requests' decode stalls behind the prompts' prefill")
+
+
 _FIX = {
     "kv_cache_pressure": (
         ["more KV-cache memory: a higher --gpu-memory-utilization, a larger "
@@ -125,6 +169,10 @@ _FIX = {
          "dominates, chunked prefill (--max-num-batched-tokens) or a separate pool for long "
          "prompts"],
         ["raising --gpu-memory-utilization: the KV cache is not full"]),
+    "prompt_length": (
+        ["smaller prefill chunks (--max-num-batched-tokens) so decode keeps its share of each "
+         "step, or prefill on separate instances (disaggregated prefill)"],
+        ["more replicas for the same traffic: nothing waits, the steps are shared"]),
 }
 
 
@@ -140,7 +188,15 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
     kv_holds = (n.kv_max or 0) >= KV_FULL and n.waiting_share >= MOST
     queued = n.waiting_share >= MOST and n.waiting_mean >= 1
     alternatives: list[tuple[str, float, str]] = []
-    if n.preemptions or kv_holds:
+    stuck = _stuck(stats)
+    interference = _prefill_interference(stats)
+    if stuck and not n.preemptions:
+        category, conf, summary = "unknown", 0.3, stuck
+        alternatives.append(("queueing", 0.1, "requests wait, but the engine generates nothing "
+                                              "for the ones it runs: load does not explain it"))
+    elif interference and not (n.preemptions or kv_holds or queued):
+        category, conf, summary = "prompt_length", 0.45, interference
+    elif n.preemptions or kv_holds:
         category = "kv_cache_pressure"
         conf, summary = _kv(n)
         if queued:

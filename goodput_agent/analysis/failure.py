@@ -35,6 +35,7 @@ from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models ar
     weight,
 )
 from goodput_agent.analysis.failure_notes import (
+    after_the_verdict,
     clock_notes,
     note_missing_sources,
     thin_evidence,
@@ -105,13 +106,14 @@ def _candidates(events: list[Event], obs: Observations, names: NodeNames,
         out.append(Candidate(event=e, at=at, strength=strength, note=note))
     # A weak CUDA error ("unspecified launch failure") on a GPU that has a hardware fault is
     # that fault seen from the process: the hardware event tells the story.
-    hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"]
+    hardware = [(c.event.node, c.event.gpu) for c in out if c.category == "gpu_hardware"
+                and (c.event.kind != EventKind.cuda_error or weight(c.event) >= 1)]  # not itself
 
     def explained(e: Event) -> bool:
         if e.kind != EventKind.cuda_error or weight(e) >= 1 or not hardware:
             return False
         if e.node is None:  # a rank whose host is unknown: one GPU fault can only be that one
-            return len(hardware) == 1
+            return len({h for h in hardware if h[0]} or set(hardware)) == 1  # smi names none
         return any(n == e.node and (g is None or e.gpu is None or g == e.gpu)
                    for n, g in hardware)
 
@@ -315,7 +317,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     verdict.timeline = timeline(events)
     note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
-    return verdict
+    return after_the_verdict(verdict, events, obs)
 
 
 def _stuck_elsewhere(best: Candidate, cascade: Cascade, events: list[Event],

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from goodput_agent.analysis.failure_model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict
-from goodput_agent.analysis.observations import Observations
+from goodput_agent.analysis.failure_model import (
+    CONTESTED_CONFIDENCE,
+    Candidate,
+    FailureVerdict,
+    weight,
+)
+from goodput_agent.analysis.observations import BUNDLE_FACTS, Observations, unread_share
+from goodput_agent.analysis.progress_series import HANG_CONFIDENCE, series_note, silent_end
 from goodput_agent.events import Clock, Event, EventKind, Role
 
 
@@ -32,6 +38,38 @@ def note_missing_sources(v: FailureVerdict, obs: Observations) -> None:
                           "states are not known")
     if not obs.job_log_nodes and not any(e.rank is not None for e in obs.events):
         v.unknowns.append("no rank logs: which rank failed first cannot be seen")
+
+
+def after_the_verdict(v: FailureVerdict, events: list[Event],
+                      obs: Observations) -> FailureVerdict:
+    """What the logs' own rhythm adds when nothing failed: a hang told by a long silent end,
+    a slowdown or straggler in the iteration times; then a mostly-unread bundle said first."""
+    if v.category == "unknown" and not any(e.detail.get("never_started") for e in v.evidence):
+        if silent := silent_end(events, obs):
+            why, _ = silent
+            v = v.model_copy(update={"category": "hang", "confidence": HANG_CONFIDENCE,
+                                     "summary": f"No rank failed on its own: {why}"})
+            v.unknowns.append("the hang is told by the log's silence alone: which rank or "
+                              "call was stuck is not in the bundle")
+        elif note := series_note(obs):
+            v.summary += f"; {note}"
+            v.unknowns.append(note)
+    mostly_unread(v, obs)
+    return v
+
+
+def mostly_unread(v: FailureVerdict, obs: Observations) -> None:
+    """A bundle whose files were mostly unread is said so first: whatever the verdict, it rests
+    on the part that could be read, and an `unknown` from it is no judgement of the rest."""
+    unread, total = unread_share(obs)
+    if not total or unread * 2 <= total:
+        return
+    note = (f"Most of the bundle could not be read ({unread} of {total} files, e.g. "
+            f"{(obs.facts[BUNDLE_FACTS]['bundle_unread'] or ['?'])[0]}): ")
+    v.summary = note + v.summary[:1].lower() + v.summary[1:]
+    v.unknowns.insert(0, note.rstrip(": ") + "; the verdict weighs only the rest")
+    if v.category != "unknown":
+        v.confidence = min(v.confidence, UNCORROBORATED)
 
 
 def clock_notes(obs: Observations, events: list[Event]) -> list[str]:
@@ -70,6 +108,12 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     give: one exception line without its traceback, or a node's state with nothing tying the
     node to the job."""
     e = best.event
+    if secondhand(e) and not _corroborated(best, cands, obs):
+        # the weakest of such words (a bare SIGKILL, whoever sent it; "No devices were found",
+        # which an unloaded driver says too) stay below half
+        return (UNCORROBORATED if weight(e) > 0.5 else CONTESTED_CONFIDENCE), [
+            f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
+            f"confirm it is not in the bundle: {CONFIRMS.get(best.category, 'a second source')}"]
     if e.detail.get("without_traceback"):
         return CONTESTED_CONFIDENCE, [
             f"the verdict rests on one exception line without its traceback ({e.locator}): "
@@ -83,3 +127,37 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
             f"which nodes the job ran on is not in the bundle: {e.node}'s state alone does not "
             f"tie it to the job{also}"]
     return None, []
+
+
+UNCORROBORATED = 0.6  # one artifact's word, its confirmation missing from the bundle
+# what would confirm a verdict that others announced (a shell's Killed, nvidia-smi, a monitor)
+CONFIRMS = {
+    "host_oom": "the node's kernel log (journalctl -k / dmesg: 'Out of memory: Killed process' "
+                "or a memory-cgroup OOM line) or the job's memory accounting (sacct MaxRSS, the "
+                "container's memory.events)",
+    "gpu_hardware": "the node's kernel log (an NVRM Xid line for that GPU) or the GPU's own "
+                    "health record (nvidia-smi -q, dcgmi diag)",
+}
+
+
+def secondhand(e: Event) -> bool:
+    """Evidence that reports a fault someone else recorded: a kill whose sender is not shown,
+    a GPU lost as user space sees it, a memory monitor's kill, a CUDA error the GPU caused."""
+    d = e.detail
+    return bool(d.get("kernel_record_missing") or d.get("user_space") or d.get("monitor")) or (
+        e.kind == EventKind.cuda_error and e.category == "gpu_hardware")
+
+
+def _corroborated(best: Candidate, cands: list[Candidate], obs: Observations) -> bool:
+    """Another artifact records the same fault first-hand: a kernel-log line, or a scheduler's
+    or kubelet's own record, of the same class."""
+    kernel_logs = {a.path for a in obs.activity if a.format == "kernel_log"}
+    e = best.event
+    return any(c.category == best.category and c.event.locator.path != e.locator.path
+               and not secondhand(c.event)
+               and (c.event.locator.path in kernel_logs or c.event.kind in _FIRST_HAND)
+               for c in cands)
+
+
+_FIRST_HAND = (EventKind.xid, EventKind.host_oom_kill, EventKind.cgroup_oom, EventKind.ecc_error,
+               EventKind.gpu_reset_required, EventKind.node_fail)

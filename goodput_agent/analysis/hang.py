@@ -27,6 +27,9 @@ class HangFinding(BaseModel):
     strength: float  # 0..1, how decisive the alignment is
     ranks_behind: list[int] = Field(default_factory=list)
     timed_out_ranks: int = 0
+    # ranks whose output is not in the bundle at all: their silence is no evidence
+    unaccounted: list[int] = Field(default_factory=list)
+    world_known: bool = True
 
 
 def _int(value: object) -> int | None:
@@ -72,11 +75,16 @@ def progress_by_rank(events: list[Event]) -> dict[int, RankProgress]:
 
 
 def find_stuck_rank(events: list[Event], all_ranks: set[int],
-                    rank_hosts: dict[int, str] | None = None) -> HangFinding | None:
+                    rank_hosts: dict[int, str] | None = None, heard: set[int] | None = None,
+                    world_known: bool = True) -> HangFinding | None:
+    """`heard`: the ranks whose output the bundle holds (any line). A rank that printed no
+    watchdog line is evidence only when its output is there and the world size is known;
+    otherwise the ranks unaccounted for are named and no rank is singled out by silence."""
     progress = progress_by_rank(events)
     if not any(p.timed_out for p in progress.values()):
         return _stuck_watchdogs(events)
     timed_out = sum(p.timed_out for p in progress.values())
+    unheard = sorted(all_ranks - (heard if heard is not None else all_ranks) - set(progress))
     positioned = {r: p.position for r, p in progress.items() if p.position is not None}
     if len(positioned) >= 2 and min(positioned.values()) < max(positioned.values()):
         low = min(positioned.values())
@@ -89,6 +97,8 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int],
             evidence=progress[rank].events[:2] + _first_of_others(progress, rank),
             reason=(f"rank {rank}'s last collective is #{low} while the other ranks reached "
                     f"#{ahead}: it stopped issuing collectives and the others waited for it"))
+    if unheard or not world_known:
+        return _unaccounted(progress, timed_out, unheard, world_known)
     silent = sorted(all_ranks - set(progress))
     if len(silent) == 1 and timed_out >= 1:
         rank = silent[0]
@@ -126,6 +136,34 @@ def find_stuck_rank(events: list[Event], all_ranks: set[int],
                 "progress of the ranks does not single one out"))
 
 
+def _unaccounted(progress: dict[int, RankProgress], timed_out: int, unheard: list[int],
+                 world_known: bool) -> HangFinding:
+    waiting = sorted(r for r, p in progress.items() if p.timed_out)
+    missing = f"ranks {span(unheard)}" if unheard else "the other ranks"
+    world = "" if world_known else " (the world size is not in the bundle either)"
+    return HangFinding(
+        rank=None, strength=0.0, timed_out_ranks=timed_out, ranks_behind=[],
+        unaccounted=unheard, world_known=world_known,
+        evidence=_first_of_others(progress, None),
+        reason=(f"rank{'s' if len(waiting) != 1 else ''} {span(waiting)} timed out waiting in "
+                f"a collective, but the bundle holds no output of {missing}{world}: which rank "
+                "stopped first is not known, and it may have failed on its own rather than "
+                "hung"))
+
+
+def span(ranks: list[int]) -> str:
+    """Ranks as runs: [0, 1, 2, 5] -> "0-2, 5"."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and "-" not in out[-1] and int(out[-1]) == r - 1:
+            out[-1] = f"{out[-1]}-{r}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == r - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out[:12]) + (", ..." if len(out) > 12 else "")
+
+
 def _stuck_watchdogs(events: list[Event]) -> HangFinding | None:
     """No rank timed out waiting, but ranks' watchdogs themselves stopped (PyTorch's heartbeat
     monitor: "watchdog got stuck ... without making progress"): those processes hung inside a
@@ -133,7 +171,7 @@ def _stuck_watchdogs(events: list[Event]) -> HangFinding | None:
     stuck = [e for e in events if e.kind == EventKind.nccl_watchdog_timeout
              and e.detail.get("heartbeat")]
     if not stuck:
-        return None
+        return _ras_mismatch(events) or _waiting_in_collective(events)
     ranks = sorted({e.rank for e in stuck if e.rank is not None})
     nodes = {e.node for e in stuck}
     return HangFinding(
@@ -167,3 +205,40 @@ def silent_ranks_own_errors(finding: HangFinding, events: list[Event],
     own = [e for e in events if e.kind == EventKind.nccl_error and e.rank in silent
            and e.category and e.ts and e.ts <= first_wait]
     return sorted(own, key=Event.sort_key)
+
+
+def _ras_mismatch(events: list[Event]) -> HangFinding | None:
+    """NCCL RAS's MISMATCH: the ranks it lists launched a different number of collectives than
+    the rest. Listed ranks behind the rest stopped issuing them; listed ranks ahead leave the
+    ranks behind unnamed (RAS names only the smaller group)."""
+    ras = [e for e in events if e.detail.get("ras_mismatch")]
+    if not ras:
+        return None
+    d = ras[0].detail
+    listed = sorted({e.rank for e in ras if e.rank is not None})
+    if d["operation"] < d["others_at"]:
+        return HangFinding(
+            rank=listed[0] if len(listed) == 1 else None, ranks_behind=listed,
+            strength=0.8 if len(listed) == 1 else 0.5, evidence=ras[:2],
+            reason=(f"NCCL RAS: rank{'s' if len(listed) > 1 else ''} {span(listed)} launched up "
+                    f"to operation {d['operation']} while {d['others']} other ranks reached "
+                    f"{d['others_at']}: they stopped issuing collectives"))
+    return HangFinding(
+        rank=None, strength=0.3, evidence=ras[:2],
+        reason=(f"NCCL RAS: {d['others']} ranks are stuck at operation {d['others_at']} while "
+                f"rank{'s' if len(listed) > 1 else ''} {span(listed)} went on to "
+                f"{d['operation']}: the ranks behind are the larger group, which RAS does not "
+                "list (the listed ranks are ahead, not the culprits)"))
+
+
+def _waiting_in_collective(events: list[Event]) -> HangFinding | None:
+    """A py-spy dump with a thread inside a collective: that process waits; which rank
+    stopped first is not in it."""
+    waits = [e for e in events if e.detail.get("stuck_in_collective")]
+    if not waits:
+        return None
+    return HangFinding(
+        rank=None, strength=0.0, evidence=waits[:2],
+        reason=(f"a stack dump shows a thread waiting in {waits[0].detail['stuck_in_collective']}"
+                ": the collective did not complete; which rank stopped first is not told (a "
+                "dump of every rank, or a Flight Recorder dump, would)"))

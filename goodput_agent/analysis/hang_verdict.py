@@ -13,7 +13,12 @@ from goodput_agent.analysis.failure_model import (
     FailureVerdict,
 )
 from goodput_agent.analysis.failure_notes import fmt_time
-from goodput_agent.analysis.hang import HangFinding, find_stuck_rank, silent_ranks_own_errors
+from goodput_agent.analysis.hang import (
+    HangFinding,
+    find_stuck_rank,
+    silent_ranks_own_errors,
+    span,
+)
 from goodput_agent.analysis.observations import NodeNames, Observations
 from goodput_agent.events import Event, EventKind, Role
 
@@ -40,13 +45,28 @@ def symptom_alternative(events: list[Event], verdict_at: datetime | None,
 
 
 def find_hang(events: list[Event], obs: Observations) -> HangFinding | None:
-    all_ranks = set(obs.rank_hosts) | {e.rank for e in events if e.rank is not None}
+    heard = heard_ranks(events, obs)
+    all_ranks = set(heard)
     world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
     if world:
         all_ranks |= set(range(world))
     if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
         all_ranks |= set(range(max(all_ranks) + 1))
-    return find_stuck_rank(events, all_ranks, obs.rank_hosts)
+    # the world is known from its size, or from NCCL's rank map when it covers ranks 0..N-1
+    mapped = set(obs.rank_hosts)
+    known = bool(world) or bool(mapped) and mapped == set(range(max(mapped) + 1)) and \
+        max(mapped) >= max(heard, default=0)
+    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
+
+
+def heard_ranks(events: list[Event], obs: Observations) -> set[int]:
+    """The ranks whose output the bundle holds: a line of theirs (an event, an NCCL line that
+    names them, a rank prefix) or a log file of their own."""
+    heard = {e.rank for e in events if e.rank is not None} | set(obs.rank_hosts)
+    heard |= {a.rank for a in obs.activity if a.rank is not None}
+    for facts in obs.facts.values():
+        heard |= {int(r) for r in facts.get("ranks_seen") or []}
+    return heard
 
 
 def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
@@ -90,7 +110,13 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                 category="hang", node=e.node, rank=int(root), confidence=0.15, evidence=[e],
                 why_not=(f"torchelastic named rank {root} as the first observed failure, but that "
                          "is only the first failure its own agent saw (its watchdog fired first)")))
-    if hang.rank is None:
+    if hang.unaccounted or not hang.world_known:
+        # silence is evidence only when every rank's output is in the bundle
+        conf = min(conf, SILENCE_CONFIDENCE)
+        unknowns.append(f"the output of {_unaccounted_text(hang)} is not in the bundle: add "
+                        "every rank's log (and the world size) to tell which rank stopped "
+                        "first, or whether one failed on its own")
+    elif hang.rank is None:
         unknowns.append("the hung rank could not be singled out from the collective sequence "
                         "numbers; a Flight Recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) would")
     sym = symptom_alternative(events, None, node)
@@ -101,6 +127,16 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                           confidence=round(max(0.2, min(0.9, conf)), 2), evidence=hang.evidence,
                           alternatives=alts,
                           summary=f"No rank failed on its own: {hang.reason}")
+
+
+SILENCE_CONFIDENCE = 0.45  # a hang told by the waiting ranks alone, the others unheard
+
+
+def _unaccounted_text(hang: HangFinding) -> str:
+    if hang.unaccounted:
+        return f"ranks {span(hang.unaccounted)}" + ("" if hang.world_known else
+                                                     " and of any rank above them")
+    return "the other ranks (the world size is not known)"
 
 
 def _own_error_verdict(own: list[Event], hang: HangFinding, node: str | None) -> FailureVerdict:

@@ -10,6 +10,8 @@ from goodput_agent.events import Event
 from goodput_agent.incident import IncidentSpec
 from goodput_agent.parsing.timefmt import ClockPolicy
 
+# the facts entry (not a file) where the job-log tool says how much of the bundle was read
+BUNDLE_FACTS = "<bundle>"
 # Events this far outside the job's window belong to another incident.
 WINDOW_MARGIN_BEFORE = timedelta(minutes=10)
 WINDOW_MARGIN_AFTER = timedelta(minutes=30)
@@ -109,3 +111,9 @@ def in_window(ts: datetime | None, window: tuple[datetime | None, datetime | Non
     if start and ts < start - WINDOW_MARGIN_BEFORE:
         return False
     return not (end and ts > end + WINDOW_MARGIN_AFTER)
+
+
+def unread_share(obs: Observations) -> tuple[int, int]:
+    """(files that could not be read, files in the bundle), as the job-log tool counted them."""
+    facts = obs.facts.get(BUNDLE_FACTS) or {}
+    return len(facts.get("bundle_unread") or []), int(facts.get("bundle_files") or 0)

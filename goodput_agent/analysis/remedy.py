@@ -104,7 +104,7 @@ def remedy(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
                           "change": "raise the job's memory limit (Slurm --mem / Kubernetes "
                                     "resources.limits.memory) or reduce DataLoader num_workers "
                                     "/ pinned-memory buffers", "node": v.node},
-                          rationale="the kernel killed the process for memory")])
+                          rationale="killed for host memory (OOM killer, limit, monitor)")])
     if cat == "application_error":
         frame = (p.detail.get("innermost_frame") if p else None) or {}
         return Remedy(retry_useful=False, why="the same code and data fail the same way: fix "

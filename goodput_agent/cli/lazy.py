@@ -21,6 +21,7 @@ LAZY_COMMANDS = {
     "fleet": "fleet:fleet_cmd",
     "account": "account:account_cmd",
     "watch": "watch:watch",
+    "check": "check:check_cmd",
     "actions": "actions:actions_cmd",
     "approve": "actions:approve_cmd",
     "reject": "actions:reject_cmd",

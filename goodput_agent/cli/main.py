@@ -300,9 +300,11 @@ def schema_report() -> None:
 @click.option("--cases", type=click.Path(path_type=Path), default=None,
               help="Folder of generated cases (default: the shipped suites).")
 @click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "independent",
-                                            "fleet", "all"]), default="all", show_default=True,
+                                            "fleet", "live", "all"]), default="all",
+              show_default=True,
               help="Which suite to score (independent: generated held-out cases; fleet: a "
-                   "generated fleet history, about 10 s; neither in all).")
+                   "generated fleet history, about 10 s; live: 240 generated running jobs "
+                   "replayed poll by poll, a few minutes; none of these in all).")
 @with_options(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
@@ -314,6 +316,11 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
 
     if suite == "fleet":
         _eval_fleet(as_json)
+        return
+    if suite == "live":
+        from goodput_agent.evals.live.report import eval_live
+
+        eval_live(as_json)
         return
     if planner in ("claude", "openai-compatible"):
         eval_with_claude(cases, suite, as_json, claude_flags, planner)

@@ -63,6 +63,18 @@ source_options: list[Callable[[Any], Any]] = [
     click.option("--alertmanager-token-file", type=click.Path(path_type=Path), default=None,
                  metavar="FILE", help="Require this bearer token on webhooks (Alertmanager: "
                  "http_config.authorization.credentials_file)."),
+    click.option("--live", is_flag=True, help="--slurm/--k8s: also look at every running job each "
+                 "--live-interval for a stall (who hangs, from the ranks' stacks) or a slow "
+                 "node (with --prometheus), while it runs."),
+    click.option("--live-interval", "live_interval_s", default=10.0, show_default=True,
+                 type=click.FloatRange(1), help="Seconds between looks at the running jobs."),
+    click.option("--min-stall", "min_stall_s", default=30.0, show_default=True,
+                 type=click.FloatRange(0.1), help="--live: no stall is called on a shorter "
+                 "silence."),
+    click.option("--py-spy", "pyspy", default="py-spy", show_default=True,
+                 help="--live: py-spy as the nodes find it."),
+    click.option("--kubectl", default="kubectl", show_default=True,
+                 help="--k8s --live: the kubectl that runs the dump script in the pods."),
     click.option("--since", "since_text", default=None, metavar="WHEN",
                  help="Where the first poll starts: 2h (that long ago) or an ISO time "
                       "(default: now). A restart resumes from the stored cursor instead."),
@@ -77,7 +89,21 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
     from goodput_agent.watch.sources import SourceOptions
 
     since_text = flags.pop("since_text")
+    live, live_interval_s = flags.pop("live"), flags.pop("live_interval_s")
+    min_stall_s, pyspy = flags.pop("min_stall_s"), flags.pop("pyspy")
+    kubectl = flags.pop("kubectl")
+    live_options = None
+    if live:
+        from goodput_agent.analysis.live_stall import StallSettings
+        from goodput_agent.detect.check import CheckOptions
+        from goodput_agent.detect.slurm_job import DumpSettings
+
+        live_options = CheckOptions(
+            dumps=DumpSettings(pyspy=pyspy, timeout_s=timeout_s),
+            stall=StallSettings(min_stall_s=min_stall_s),
+            prometheus_url=flags.get("prometheus_url"), timeout_s=timeout_s)
     return SourceOptions(
+        live=live_options, live_interval_s=live_interval_s, kubectl=kubectl,
         slurm=flags.pop("slurm"), timeout_s=timeout_s, k8s=flags.pop("k8s"),
         namespaces=list(flags.pop("namespaces")), selector=flags.pop("selector"),
         kubeconfig=flags.pop("kubeconfig"), kube_context=flags.pop("kube_context"),
@@ -135,6 +161,8 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
 
         os.environ["SLURM_CONF"] = slurm_conf  # the sources' and the collectors' commands
     options = _source_options(flags, timeout_s)
+    if options.live is not None and not (options.slurm or options.k8s):
+        raise click.UsageError("--live looks at running jobs: add --slurm or --k8s")
     sources = build_sources(options)
     if not sources and not options.any:
         raise click.UsageError("choose what to watch: --slurm, --k8s, --prometheus URL or "
@@ -142,7 +170,8 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     settings = CollectSettings(slurm_conf=slurm_conf, timeout_s=timeout_s,
                                prometheus_url=options.prometheus_url,
                                kubeconfig=options.kubeconfig, kube_context=options.kube_context,
-                               in_cluster=options.in_cluster)
+                               in_cluster=options.in_cluster, live=options.live,
+                               kubectl=options.kubectl)
     notify = None
     if notify_url:
         from goodput_agent.watch.notify import NotifySettings, notifier

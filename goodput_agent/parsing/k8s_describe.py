@@ -18,7 +18,12 @@ from pathlib import Path
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
-from goodput_agent.parsing.k8s.verdicts import Verdict, classify_k8s_event, classify_termination
+from goodput_agent.parsing.k8s.verdicts import (
+    Verdict,
+    classify_k8s_event,
+    classify_termination,
+    eviction_verdict,
+)
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"
@@ -30,6 +35,7 @@ _TOP = re.compile(r"^(?:" + "|".join(_TOP_KEYS) + "):", re.M)
 _CONTAINER_NAME = re.compile(r"^ {1,2}(?P<name>[a-z0-9][a-z0-9.-]{0,62}):\s*$")  # DNS-1123
 _TABLE_SPLIT = re.compile(r"\s{2,}")
 _EVENTS_HEADER = re.compile(r"^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$")
+_GPUS = re.compile(r"^\s+(?:nvidia\.com|amd\.com)/gpu:\s+(?P<n>\d+)\b")
 _PRESSURE = {"MemoryPressure": "host_oom", "DiskPressure": "node_failure",
              "PIDPressure": "node_failure"}
 
@@ -56,6 +62,7 @@ class _Reader:
         self.object = self.namespace = self.node = None
         self.is_node = False
         self.pending_line: int | None = None  # a pod's "Status: Pending"
+        self.gpus: dict[str, tuple[int, int]] = {}  # capacity/allocatable GPUs, their line
 
     def add(self, verdict: Verdict, summary: str, first: int, last: int, *,
             ts: datetime | None = None, detail: dict | None = None) -> None:
@@ -78,6 +85,9 @@ class _Reader:
                 continue
             if section in ("events", "conditions") and self._table_row(section, line, n):
                 continue
+            if section in ("capacity", "allocatable") and (g := _GPUS.match(line)):
+                self.gpus[section] = (int(g["n"]), n)
+                continue
             if section == "containers" and (c := _CONTAINER_NAME.match(line)):
                 self._end(container)
                 container, state = _Container(c["name"]), ""
@@ -98,6 +108,7 @@ class _Reader:
             elif container is not None and key == "Restart Count":
                 container.fields[key] = (val, n)
         self._end(container)
+        self._unhealthy_gpus()
         if self.pending_line and not self.is_node and self.node is None:
             self.add(Verdict(EventKind.job_state, Role.context),
                      f"pod {self.object} Pending: not scheduled to any node",
@@ -119,7 +130,8 @@ class _Reader:
         elif key == "Status" and val == "Pending":
             self.pending_line = n
         sections = {"Containers": "containers", "Init Containers": "containers",
-                    "Conditions": "conditions", "Events": "events"}
+                    "Conditions": "conditions", "Events": "events", "Capacity": "capacity",
+                    "Allocatable": "allocatable"}
         return sections.get(key, ""), None
 
     def _table_row(self, section: str, line: str, n: int) -> bool:
@@ -139,7 +151,8 @@ class _Reader:
             return False
         event_type, reason = cells[0], cells[1]
         message = cells[4] if len(cells) > 4 else ""
-        verdict = classify_k8s_event(reason, message, event_type)
+        verdict = eviction_verdict(message) if reason == "Evicted" else \
+            classify_k8s_event(reason, message, event_type)
         if verdict is not None:
             self.add(verdict, f"{self._what()} {reason}: {message}".strip(), n, n,
                      detail={"reason": reason, "message": message, "type": event_type,
@@ -164,6 +177,21 @@ class _Reader:
                  detail={"condition": kind, "status": status, "reason": reason,
                          "message": message})
         return True
+
+    def _unhealthy_gpus(self) -> None:
+        """Fewer allocatable GPUs than the node has: the device plugin marked some unhealthy
+        (an Xid it watches, a GPU lost), as the JSON nodes path reads it."""
+        if "capacity" not in self.gpus or "allocatable" not in self.gpus:
+            return
+        (cap, first), (alloc, last) = self.gpus["capacity"], self.gpus["allocatable"]
+        if alloc >= cap:
+            return
+        node = self.node or self.object
+        self.add(Verdict(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware"),
+                 f"node {node or '?'} offers {alloc} of its {cap} GPUs: the device plugin "
+                 "marked the others unhealthy", first, last,
+                 detail={"capacity": cap, "allocatable": alloc, "weight": 0.6,
+                         "user_space": "device plugin"})
 
     def _what(self) -> str:
         kind = "node" if self.is_node else "pod"
@@ -204,6 +232,8 @@ class K8sDescribeParser:
                                          for ln in head.splitlines()[:400]):
             return True
         # the regexes only where the words they need are there: every file of a bundle is sniffed
+        if holds(head, "Capacity:") and holds(head, "Allocatable:") and "/gpu:" in head:
+            return True  # a node's resources pasted alone
         return bool(holds(head, "State:") and _STATE.search(head)) or (
             sum(holds(head, f"{key}:") for key in _TOP_KEYS) >= 3
             and len(set(_TOP.findall(head))) >= 3)

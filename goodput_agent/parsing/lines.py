@@ -33,11 +33,13 @@ def _without_bom(data: bytes) -> bytes:
     return data[len(BOM):] if data.startswith(BOM) else data
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")  # colour and cursor codes (rich, torchrun)
+# colour and cursor codes (rich, torchrun), also as syslog escapes them ("#033[0;36m", rsyslog's
+# octal for ESC) and as the residue a paste leaves when ESC itself was dropped ("[0m", "[1;32m")
+_ANSI = re.compile(rb"(?:\x1b|#033)\[[0-9;?]*[A-Za-z]|(?<![\w\]\[])\[[0-9;]{1,8}m(?![\w\]])")
 
 
 def strip_ansi(raw: bytes) -> bytes:
-    return _ANSI.sub(b"", raw) if b"\x1b" in raw else raw
+    return _ANSI.sub(b"", raw) if b"\x1b" in raw or b"#033[" in raw or b"m" in raw else raw
 
 
 def decode(raw: bytes) -> str:

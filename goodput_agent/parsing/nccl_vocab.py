@@ -30,9 +30,13 @@ ASYNC_EVENT = re.compile(r"(?:Got async event|async fatal event on \w+(?: \(0x[0
 
 SOCKET_UNREACHABLE = re.compile(
     r"(?:Call to (?:recv|send|connect) (?:from|to)|socketStartConnect: Connect to|"
-    r"Connect to) (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? failed ?: ?"
+    r"socketPollConnect: Connect to|Connect to) (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? "
+    r"(?:failed ?: ?|returned \d+\()"
     r"(?P<why>Connection timed out|No route to host|Network is unreachable|Host is unreachable|"
     r"Software caused connection abort)")
+# the peer's address answered but nothing listened: its NCCL process is gone or never came up
+PEER_REFUSED = re.compile(r"Connect to (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? failed ?: ?"
+                          r"Connection refused")
 SOCKET_CONFIG = re.compile(
     r"Socket creation failed ?: ?(?P<why>[^\n]{0,80})|"
     r"(?P<noif>(?:Bootstrap|NET/Socket) ?: ?no (?:socket |NCCL_SOCKET_IFNAME )?interface "

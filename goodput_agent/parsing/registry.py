@@ -5,19 +5,21 @@ Adding a format means adding a parser module and listing it here; nothing else c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
+from pathlib import Path
 
-from goodput_agent.parsing.base import Parser
+from goodput_agent.parsing.base import ParseContext, Parser, ParseResult
 
 # Format groups that tools and the planner select by (one list, next to the parsers).
 SLURM_FORMATS = frozenset({"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json",
                            "scontrol_job", "scontrol_node", "sinfo_reasons", "sinfo"})
-KUBERNETES_FORMATS = frozenset({"k8s_list", "k8s_describe"})
+KUBERNETES_FORMATS = frozenset({"k8s_list", "k8s_describe", "k8s_table"})
 SCHEDULER_FORMATS = SLURM_FORMATS | KUBERNETES_FORMATS
-JOB_LOG_FORMATS = frozenset({"job_log", "torchelastic_error", "flight_recorder"})
+JOB_LOG_FORMATS = frozenset({"job_log", "torchelastic_error", "flight_recorder", "tool_report"})
 METRICS_FORMATS = frozenset({"openmetrics", "prom_api_json"})
 # a serving engine's own log: its periodic stats answer the latency question without metrics
-SERVING_LOG_FORMATS = frozenset({"vllm_log"})
+SERVING_LOG_FORMATS = frozenset({"vllm_log", "sglang_log", "bench_summary"})
 FAILURE_FORMATS = SCHEDULER_FORMATS | JOB_LOG_FORMATS | {"kernel_log"}
 
 
@@ -31,10 +33,13 @@ def parsers() -> tuple[Parser, ...]:
         k8s,
         k8s_describe,
         k8s_manifest,
+        k8s_tables,
         kernel_log,
         kineto,
         openmetrics,
+        sglang_log,
         slurm,
+        tool_reports,
         torchelastic,
         vllm_log,
     )
@@ -48,10 +53,14 @@ def parsers() -> tuple[Parser, ...]:
         kineto.PARSER,
         *openmetrics.PARSERS,
         vllm_log.PARSER,  # before engine_config: a server log quotes its command line
+        sglang_log.PARSER,
         job_script.PARSER,  # before the logs: a script's echo lines are not output
         k8s_manifest.PARSER,
         engine_config.PARSER,  # before the logs: a command line is configuration, not output
         k8s_describe.PARSER,  # before the logs: describe's "State: Terminated" is not output
+        k8s_tables.PARSER,  # before the logs: a table row that says OOMKilled is not output
+        tool_reports.PARSER,  # RAS, py-spy, profiler table, DNS: before the logs
+        tool_reports.BENCH_PARSER,
         kernel_log.PARSER,
         job_log.PARSER,
     )
@@ -65,3 +74,77 @@ def identify(head: str, name: str) -> Parser | None:
         except Exception:  # a sniffer must never take the scan down  # noqa: BLE001
             continue
     return None
+
+
+DEEP_WINDOW = 16 * 1024  # what a sniffer sees around a candidate line, as it sees a file's head
+DEEP_TRIES = 256  # candidate windows per file (spread over the file, first ones first)
+
+
+def identify_deep(path: Path) -> Parser | None:
+    """The parser for a file whose head no sniffer knows, chosen by its content anywhere: each
+    line that holds one of the log parsers' markers (found in one prefilter pass over the whole
+    file) opens a window the sniffers judge as they judge a head. A long job log whose first
+    pages are an argument dump or NCCL INFO lines is still a job log."""
+    for window in _candidate_windows(path):
+        if parser := identify(window, path.name):
+            return parser
+    return None
+
+
+def _candidate_windows(path: Path) -> Iterator[str]:
+    from goodput_agent.parsing.job_log.scan import MARKERS
+    from goodput_agent.parsing.lines import CHUNK_BYTES, _open, strip_ansi
+    from goodput_agent.parsing.prefilter import prefilter_for
+
+    markers = prefilter_for(MARKERS + _SERVING_MARKERS)
+    tried, last_end = 0, -1
+    with _open(path) as fh:
+        carry = b""
+        while tried < DEEP_TRIES:
+            block = fh.read(CHUNK_BYTES)
+            buf = carry + block
+            if not buf:
+                return
+            for start in markers.line_starts(buf):
+                if start < last_end:  # inside the window just judged
+                    continue
+                window = buf[start:start + DEEP_WINDOW]
+                if len(window) < DEEP_WINDOW and block:
+                    break  # the window runs past this block: judge it with the next one
+                last_end = start + DEEP_WINDOW
+                tried += 1
+                yield strip_ansi(window).decode("utf-8", errors="replace")
+                if tried >= DEEP_TRIES:
+                    return
+            if not block:
+                return
+            keep = max(0, len(buf) - DEEP_WINDOW)
+            carry, last_end = buf[keep:], last_end - keep
+
+
+# the serving engines' stats lines (their parsers are not job logs)
+_SERVING_MARKERS = (b"Avg prompt throughput:", b"Decode batch", b"Prefill batch",
+                    b"Serving Benchmark Result")
+
+
+# text formats a user pastes other output into: their files also get the job log's
+# decisive-line scan, whose findings join where the format's own parser found nothing
+LINE_SCANNED = frozenset({"k8s_table", "k8s_describe"})
+_DECISIVE_KINDS = frozenset({"gpu_device_unhealthy", "host_oom_kill", "cgroup_oom", "cuda_oom",
+                             "cuda_error", "xid", "signal", "segfault"})
+
+
+def parse_file(parser: Parser, path: Path, ctx: ParseContext) -> ParseResult:
+    """The parser's result; for LINE_SCANNED formats with the decisive lines it did not read
+    (a nvidia-smi or NVML line pasted beside a kubectl table, a kernel line in a describe)."""
+    result = parser.parse(path, ctx)
+    if parser.format not in LINE_SCANNED:
+        return result
+    from goodput_agent.parsing import job_log
+
+    covered = {n for e in result.events
+               for n in range(e.locator.line_start or 0, (e.locator.line_end or 0) + 1)}
+    extra = [e for e in job_log.PARSER.parse(path, ctx).events
+             if e.role.value == "primary" and e.kind.value in _DECISIVE_KINDS
+             and e.locator.line_start not in covered]
+    return result.model_copy(update={"events": result.events + extra}) if extra else result

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +30,8 @@ class CollectSettings(BaseModel):
     kubeconfig: Path | None = None
     kube_context: str | None = None
     in_cluster: bool | None = None
+    live: Any = None  # a detect.check.CheckOptions, for the live source's triggers
+    kubectl: str = "kubectl"
 
 
 class NothingToCollect(GiveUp):
@@ -45,6 +48,23 @@ def investigate_trigger(trigger: Trigger, ledger: Ledger, settings: CollectSetti
     from goodput_agent.investigate import investigate_bundle
 
     c = trigger.collect
+    if "live_slurm_job" in c:
+        from goodput_agent.detect.check import CheckOptions, check_slurm_job
+
+        return check_slurm_job(c["live_slurm_job"], ledger, _slurm(settings),
+                               settings.live or CheckOptions()).report
+    if "live_k8s_job" in c:
+        from goodput_agent.detect.check import CheckOptions, check_k8s_job
+        from goodput_agent.detect.k8s_job import KubectlSettings
+        from goodput_agent.sources.k8s import K8sSource
+
+        source = K8sSource.connect(kubeconfig=settings.kubeconfig, context=settings.kube_context,
+                                   in_cluster=settings.in_cluster, timeout_s=settings.timeout_s)
+        kubectl = KubectlSettings(kubectl=settings.kubectl,
+                                  kubeconfig=str(settings.kubeconfig) if settings.kubeconfig
+                                  else None, context=settings.kube_context)
+        return check_k8s_job(c["live_k8s_job"], ledger, source, settings.live or CheckOptions(),
+                             kubectl).report
     if "prometheus_service" in c:
         return _latency(trigger, ledger, settings)
     bundle = bundle_dir(ledger, trigger)

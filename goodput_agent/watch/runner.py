@@ -125,7 +125,8 @@ class Watch:
                         source.name, clock.failures, delay)
             return False
         clock.failures = 0
-        clock.next_at = time.monotonic() + self.options.interval_s
+        # a source may poll on its own interval (the live source: every 10 s)
+        clock.next_at = time.monotonic() + getattr(source, "interval_s", self.options.interval_s)
         newest = max((t.occurred_at for t in result.triggers), default=None)
         self.store.record_poll(source.name, None, newest)
         return True

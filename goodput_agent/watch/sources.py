@@ -36,6 +36,9 @@ class SourceOptions(BaseModel):
     alertmanager_token_file: Path | None = None  # the bearer token the receiver requires
     since: datetime | None = None  # the first poll starts here (default: now)
     timeout_s: float = 30.0
+    live: Any = None  # a detect.check.CheckOptions: look at running jobs (--live)
+    live_interval_s: float = 10.0
+    kubectl: str = "kubectl"  # --k8s --live: what runs the dump script in the pods
 
     @property
     def any(self) -> bool:
@@ -62,6 +65,22 @@ class _K8sWhenReachable:
                 namespaces=tuple(o.namespaces), selector=o.selector, since=o.since,
                 request_timeout_s=o.timeout_s)
         return self.source.poll(cursor)
+
+
+def _k8s_live(options: SourceOptions) -> WatchSource:
+    from goodput_agent.detect.k8s_job import KubectlSettings
+    from goodput_agent.sources.k8s import K8sSource
+    from goodput_agent.watch.live_k8s_source import K8sLiveSource
+
+    def connect() -> K8sSource:
+        return K8sSource.connect(kubeconfig=options.kubeconfig, context=options.kube_context,
+                                 in_cluster=options.in_cluster, timeout_s=options.timeout_s)
+
+    kubectl = KubectlSettings(kubectl=options.kubectl,
+                              kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
+                              context=options.kube_context)
+    return K8sLiveSource(connect, options.namespaces, options.selector, options.live, kubectl,
+                         interval_s=options.live_interval_s)
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -92,8 +111,16 @@ def build_sources(options: SourceOptions) -> list[WatchSource]:
 
         sources.append(SlurmWatchSource(SlurmCLI(timeout_s=options.timeout_s),
                                         options.slurm_filters, options.since))
+        if options.live is not None:
+            from goodput_agent.watch.live_source import SlurmLiveSource
+
+            sources.append(SlurmLiveSource(SlurmCLI(timeout_s=options.timeout_s),
+                                           options.slurm_filters, options.live,
+                                           interval_s=options.live_interval_s))
     if options.k8s:
         sources.append(_K8sWhenReachable(options))
+        if options.live is not None:
+            sources.append(_k8s_live(options))
     if options.prometheus_url:
         from goodput_agent.watch.prom_source import PrometheusAlertsSource
 

@@ -16,8 +16,9 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 SourceName = Literal["slurm", "kubernetes", "prometheus", "alertmanager"]
-# which question the investigation answers; "node" = a node fault with no job named yet
-Question = Literal["failure", "latency", "node"]
+# which question the investigation answers; "node" = a node fault with no job named yet;
+# "live" = a running job found stalled or slowed (detect/, watch/live_source.py)
+Question = Literal["failure", "latency", "node", "live"]
 
 
 class Trigger(BaseModel):

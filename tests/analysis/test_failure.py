@@ -169,10 +169,21 @@ def test_scheduler_spelling_of_a_node_wins_over_an_fqdn() -> None:
     assert v.node == "gpu-b02"
 
 
-def test_silent_rank_is_found_without_a_world_size() -> None:
+def test_a_rank_whose_output_is_not_in_the_bundle_is_not_blamed_for_its_silence() -> None:
+    # 15 of 16 ranks timed out; rank 11 printed nothing the bundle holds and the world size is
+    # not known: its silence is no evidence (issue 24), the unaccounted ranks are named
     events = timeouts([r for r in range(16) if r != 11], t=600, seq=1580)
     v = diagnose(Observations(events=events))
-    assert (v.category, v.rank) == ("hang", 11)
+    assert (v.category, v.rank) == ("hang", None) and v.confidence <= 0.5
+    assert any("ranks 11" in u and "not in the bundle" in u for u in v.unknowns)
+
+
+def test_a_silent_rank_is_named_when_the_bundle_shows_its_output_and_the_world() -> None:
+    events = timeouts([r for r in range(16) if r != 11], t=600, seq=1580)
+    alive = ev(EventKind.other, Role.context, t=500, rank=11, node="n1", path="logs/rank11.log")
+    v = diagnose(Observations(events=[*events, alive],
+                              facts={"logs/rank0.log": {"world_size": 16}}))
+    assert (v.category, v.rank) == ("hang", 11) and v.confidence > 0.5
 
 
 def test_a_failure_after_the_stall_began_did_not_cause_it() -> None:

@@ -731,7 +731,12 @@ signal, shutting down workers
     assert (res.events[0].role, res.events[0].category) == (Role.primary, "application_error")
     assert [e.detail["signal_name"] for e in res.events[1:]] == [
         "SIGKILL", "SIGABRT", "SIGTERM", "SIGTERM"]
-    assert all(e.role == Role.symptom for e in res.events[1:])
+    # the shell's Killed: a SIGKILL whose usual sender is the OOM killer, a host-memory
+    # candidate that says the kernel's own record is missing (issue 24); the rest are symptoms
+    killed = res.events[1]
+    assert (killed.role, killed.category) == (Role.primary, "host_oom")
+    assert killed.detail["kernel_record_missing"] and killed.detail["weight"] <= 0.5
+    assert all(e.role == Role.symptom for e in res.events[2:])
 
 
 # --- sniff -----------------------------------------------------------------------------------
@@ -742,7 +747,10 @@ signal, shutting down workers
     (NCCL_INIT_FIXTURE, "job.out", True),
     (ELASTIC_FIXTURE, "torchrun.log", True),
     ("step 1 loss 2.0\nstep 2 loss 1.9\n", "rank3.log", True),
-    ("step 1 loss 2.0\nstep 2 loss 1.9\n", "notes.txt", False),
+    # a training run's progress is its output, whatever the file is called (issue 24: a
+    # healthy run is read and judged, not left unread)
+    ("step 1 loss 2.0\nstep 2 loss 1.9\n", "notes.txt", True),
+    ("shopping list\nmilk 2\nbread 1\n", "notes.txt", False),
     ("May 15 23:09:27 h kernel: [  514.68] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off\n"
      "May 15 23:09:28 h kernel: [  515.00] Memory cgroup out of memory: Killed process 1\n",
      "kern.log", False),
@@ -895,7 +903,8 @@ def test_lead_fixes_nccl_cuda_failure_with_code_and_killed_dataloader_worker(tmp
     r = PARSER.parse(p, ParseContext(rel_path="rank7.log", rank_hint=7))
     kinds = {(e.kind.value, e.role.value, e.category) for e in r.events}
     assert ("cuda_oom", "primary", "gpu_oom") in kinds
-    assert ("signal", "symptom", "host_oom") in kinds
+    # the worker's SIGKILL is a host-memory candidate now (issue 24), its kernel record missing
+    assert ("signal", "primary", "host_oom") in kinds
     assert r.facts["host_ips"] == {"gpu-09": ["10.0.0.9"]}
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goodput_agent.events import EventKind, Role
+from goodput_agent.parsing.job_log.host_memory import host_memory_message
 
 _SIZE = r"\d+(?:\.\d+)? ?(?:[KMGTPE]i?B|bytes|B)\b"
 _UNITS = {"b": 1, "bytes": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
@@ -65,7 +66,7 @@ def bus_id_to_pci(bus: str) -> str:
 
 OOM_TEXT = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|"
                   r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
-                  r"Cuda failure (?:\d+ )?'out of memory'")
+                  r"Cuda failure (?:\d+ )?'out of memory'|CUDA_ERROR_OUT_OF_MEMORY")
 _OOM_TRIED = re.compile(r"Tried to allocate (" + _SIZE + ")")
 _OOM_NEW = re.compile(r"GPU (\d+) has a total capac?ity of (" + _SIZE + r") of which (" + _SIZE
                       + r") is free")
@@ -121,22 +122,26 @@ def oom_summary(d: dict[str, Any]) -> str:
     return s
 
 
-_CUDA_ERR = re.compile(r"CUDA error: ([^\n]+?)(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
+_CUDA_ERR = re.compile(r"(?i:CUDA error): ([^\n]+?)(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
                        # PyTorch < 1.5 / THC: "cuda runtime error (39) : uncorrectable ECC ..."
                        r"cuda runtime error \(\d+\) ?: ([^\n]+?)(?: at \S+:\d+)?$|"
                        r"Cuda failure (?:\d+ )?'([^']+)'|(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)|"
-                       r"(cudaError\w+)")
+                       r"(cudaError\w+)|"
+                       # the driver API's names, as TensorFlow and JAX print them
+                       r"(CUDA_ERROR_[A-Z_]+)")
 # (pattern, category, confidence): hardware first; everything else is the application's.
 _CUDA_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"uncorrectable ECC|ECC error|cudaErrorECCUncorrectable", re.I), "gpu_hardware",
-     "high"),
+    (re.compile(r"uncorrectable ECC|ECC error|cudaErrorECCUncorrectable|ECC_UNCORRECTABLE",
+                re.I), "gpu_hardware", "high"),
     (re.compile(r"uncorrectable NVLink|NVLink error", re.I), "gpu_hardware", "high"),
     (re.compile(r"fallen off the bus|GPU is lost", re.I), "gpu_hardware", "high"),
     (re.compile(r"busy or unavailable|devices? unavailable|cudaErrorDevicesUnavailable", re.I),
      "gpu_hardware", "medium"),
     (re.compile(r"system not yet initialized|no CUDA-capable device", re.I), "gpu_hardware", "low"),
-    (re.compile(r"^unknown error|cudaErrorUnknown", re.I), "gpu_hardware", "low"),
-    (re.compile(r"unspecified launch failure|launch failed", re.I), "application_error", "low"),
+    (re.compile(r"^unknown error|cudaErrorUnknown|CUDA_ERROR_UNKNOWN", re.I), "gpu_hardware",
+     "low"),
+    (re.compile(r"unspecified launch failure|launch failed|CUDA_ERROR_LAUNCH_FAILED", re.I),
+     "application_error", "low"),
     (re.compile(r"CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_", re.I), "application_error", "low"),
 )
 
@@ -188,6 +193,8 @@ def classify_exception(exc_type: str, message: str) -> Verdict:
     """
     text = f"{exc_type}: {message}"
     short = exc_type.rsplit(".", 1)[-1]
+    if host := host_memory_message(text):
+        return Verdict(host.kind, Role.primary, "host_oom", host.detail)
     if OOM_TEXT.search(text):
         return Verdict(EventKind.cuda_oom, Role.primary, "gpu_oom", oom_detail(text))
     if _HOST_OOM_EXC.search(message) or short == "MemoryError":
@@ -202,19 +209,10 @@ def classify_exception(exc_type: str, message: str) -> Verdict:
                        {"nccl_code": "ncclInvalidUsage"})
     if short in _COMM_EXC_TYPES or _COMM_MSG.search(text):
         return Verdict(EventKind.python_exception, Role.symptom, None, {"comm_symptom": True})
-    if m := _KILLED_WORKER.search(message):
-        if m["sig"].startswith("Bus error") or "shared memory" in message:
-            # a DataLoader worker ran out of /dev/shm (host RAM, capped per container)
-            return Verdict(EventKind.python_exception, Role.primary, "host_oom",
-                           {"pid": int(m["pid"]), "signal": "SIGBUS", "shm": True})
-        # a worker SIGKILLed from outside (the OOM killer, usually): the kill is the cause
-        return Verdict(EventKind.signal, Role.symptom, "host_oom" if m["sig"] == "Killed"
-                       else None, {"pid": int(m["pid"]), "signal": m["sig"]})
     return Verdict(EventKind.python_exception, Role.primary, "application_error", {})
 
 
 # "WARNING ... OOM at micro-batch 16 (CUDA out of memory ...); retrying": caught and handled
 HANDLED = re.compile(r"\b(?:WARNING|WARN|INFO)\b.*\b(?:retry(?:ing)?|recovered|skipping|"
                       r"reducing|halving|fallback)\b", re.I)
-_KILLED_WORKER = re.compile(r"worker \(pid:? ?(?P<pid>\d+)\) (?:is killed|exited unexpectedly) "
-                            r"by signal: (?P<sig>[A-Za-z ]+)")
+

@@ -14,14 +14,24 @@ from goodput_agent.parsing.job_log.classify import (
     oom_detail,
     oom_summary,
 )
+from goodput_agent.parsing.job_log.host_memory import host_memory_message, shell_kill
 from goodput_agent.parsing.job_log.state import LineState, Stream
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 _SEGV = re.compile(r"Segmentation fault|Fatal Python error: (?P<fatal>Segmentation fault|Bus error|"
                    r"Floating point exception|Aborted)|\bBus error\b|\*\*\* SIGSEGV")
 _ABORTED = re.compile(r"\bAborted \(core dumped\)")
-_CRASH_KEYS = ("Segmentation", "Fatal Python", "Bus error", "SIGSEGV", "core dumped", "Killed")
-_KILLED = re.compile(r"^\s*Killed\s*$|: \d+ Killed\s")
+_CRASH_KEYS = ("Segmentation", "Fatal Python", "Bus error", "SIGSEGV", "core dumped", "Killed",
+               "已杀死", "137", "-9", "SIGKILL", "OOM", "exceeded", "WTERMSIG 9")
+_HOST_MEMORY_KEYS = ("emory", "shm", "/torch_", "killed by signal")
+# the GPU lost as user space sees it: nvidia-smi / NVML cannot reach it, lspci reads all-ones
+_GPU_LOST = re.compile(
+    r"Unable to determine the device handle for GPU ?(?P<pci>[0-9A-Fa-f:.]+): "
+    r"(?P<why>Unknown Error|GPU is lost)|"
+    r"(?P<nvml>nvml: GPU is lost|NVML: Failed to [^\n]*?GPU is lost|NVMLError_GpuIsLost)|"
+    r"(?P<lspci>^(?P<bus>[0-9a-f]{2,4}:[0-9a-f]{2}\.\d|[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d) "
+    r"(?:3D|VGA compatible) controller: NVIDIA[^\n]*\(rev ff\))|"
+    r"(?P<none>^No devices were found\s*$)")
 
 
 class DeviceErrors(LineState):
@@ -85,8 +95,43 @@ class DeviceErrors(LineState):
             self.add(EventKind.signal, Role.symptom, None, "Process aborted (core dumped)",
                      {"signal_name": "SIGABRT"})
             return True
-        if _KILLED.search(c):
-            self.add(EventKind.signal, Role.symptom, None, "Process killed",
-                     {"signal_name": "SIGKILL"})
+        if kill := shell_kill(c):
+            self.add(kill.kind, Role.primary, "host_oom", kill.summary, dict(kill.detail))
             return True
         return False
+
+    def _m_host_memory(self, stream: Stream, c: str) -> bool:
+        if not any(k in c for k in _HOST_MEMORY_KEYS) or "Traceback" in c:
+            return False
+        hit = host_memory_message(c)
+        if hit is None:
+            return False
+        detail = dict(hit.detail)
+        self.add(hit.kind, Role.primary, "host_oom", hit.summary, detail,
+                 node=detail.get("node_ip") or detail.get("node_name"))
+        return True
+
+    def _m_gpu_lost(self, stream: Stream, c: str) -> bool:
+        if "GPU" not in c and "rev ff" not in c and "No devices" not in c:
+            return False
+        m = _GPU_LOST.search(c)
+        if not m:
+            return False
+        if m["pci"]:
+            pci = m["pci"].lower().rstrip(".")
+            self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
+                     f"nvidia-smi cannot reach GPU {pci}: {m['why']} (the GPU is lost to user "
+                     "space)", {"pci": pci, "weight": 0.85, "user_space": "nvidia-smi",
+                                "gpu_pci": pci.rsplit(".", 1)[0]})
+        elif m["nvml"]:
+            self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
+                     "NVML says a GPU is lost", {"weight": 0.8, "user_space": "nvml"})
+        elif m["lspci"]:
+            self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
+                     f"lspci reads NVIDIA device {m['bus']} as all-ones (rev ff): it has "
+                     "fallen off the bus", {"pci": m["bus"], "weight": 0.85,
+                                            "user_space": "lspci"})
+        else:  # a driver that did not load gives the same words: the weakest of the four
+            self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
+                     "nvidia-smi found no GPU", {"weight": 0.4, "user_space": "nvidia-smi"})
+        return True

@@ -25,7 +25,7 @@ _ELASTIC_FIELD = re.compile(r"^\s+(?P<key>time|host|rank|exitcode|error_file|tra
                             r" *: ?(?P<val>.*)$")
 _ELASTIC_MSG_JSON = re.compile(r'^\s*"message"\s*:\s*"(?P<text>.*?)",?\s*$')
 _ELASTIC_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) "
-                             r"\(pid: (?P<pid>\d+)\) of binary: (?P<bin>\S+)")
+                             r"\(pid: (?P<pid>\d+)\) of binary:(?: (?P<bin>\S+))?")
 _CLOSING = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z]+)")
 _DEATH = re.compile(r"Received (?P<sig>\d+|SIG[A-Z]+) death signal, shutting down workers")
 _GOT_SIGNAL = re.compile(r"Process (?P<pid>\d+) got signal: (?P<sig>\d+)")
@@ -123,7 +123,11 @@ class ElasticSummary(TracebackReader):
             d = {**exit_code_detail(int(m["code"])), "local_rank": int(m["local"]),
                  "pid": int(m["pid"]), "binary": m["bin"]}
             sig = f" ({d['signal_name']})" if d.get("signal_name") else ""
-            self.add(EventKind.exit_status, Role.symptom, None,
+            killed = d.get("signal_name") == "SIGKILL"  # from outside: the OOM killer, usually
+            if killed:
+                d.update(weight=0.5, kernel_record_missing=True)
+            self.add(EventKind.exit_status, Role.primary if killed else Role.symptom,
+                     "host_oom" if killed else None,
                      f"torchelastic: local rank {m['local']} failed with exit code "
                      f"{m['code']}{sig}", d, local=int(m["local"]))
             self._agent_line()

@@ -8,6 +8,7 @@ from goodput_agent.events import Event, Locator
 from goodput_agent.parsing.base import ParseResult
 from goodput_agent.parsing.job_log.classify import bus_id_to_pci
 from goodput_agent.parsing.job_log.elastic_summary import ElasticSummary
+from goodput_agent.parsing.job_log.iterations import MAX_POINTS, iteration_point
 from goodput_agent.parsing.job_log.nccl_lines import NcclLines
 from goodput_agent.parsing.job_log.prefixes import (
     HEAD_TS,
@@ -64,6 +65,11 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
                 self.pairs.add((p.label, p.local, p.rank))
 
     def _facts(self, content: str) -> None:
+        if (point := iteration_point(content)) is not None:
+            points = self.facts.setdefault("iterations", [])
+            if len(points) < MAX_POINTS:
+                points.append([*point, self.prefix.rank if self.prefix.rank is not None
+                               else self.ctx.rank_hint])
         if "orld" in content and (m := _WORLD.search(content)):
             self.world.add(int(m[1]))
         if "NCCL version" in content and (m := _NCCL_VERSION.search(content)):
@@ -71,7 +77,8 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
 
     def _match(self, stream: Stream, c: str) -> None:
         for matcher in (self._m_watchdog, self._m_progress, self._m_nccl_line, self._m_ib,
-                        self._m_kernel, self._m_oom, self._m_cuda, self._m_socket, self._m_conn,
+                        self._m_kernel, self._m_gpu_lost, self._m_host_memory, self._m_oom,
+                        self._m_cuda, self._m_socket, self._m_conn,
                         self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash,
                         self._m_bare_exception):
             if matcher(stream, c):
@@ -153,6 +160,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
         gpu = res.rank_gpus.get(rank) if rank is not None else None
         if gpu is None and detail.get("gpu_index") is not None:
             gpu = str(detail["gpu_index"])
+        gpu = detail.pop("gpu_pci", None) or gpu  # the PCI id the kernel's Xid lines use
         return Event(kind=p.kind, role=p.role, category=p.category, ts=p.ts, clock=p.clock,
                      node=node, rank=rank, gpu=gpu, summary=p.summary,
                      locator=Locator(path=self.ctx.rel_path, line_start=p.line_start,

@@ -193,6 +193,14 @@ class NcclLines(DeviceErrors):
                      {**base, "peer": sock["peer"], "reason": sock["why"].strip(),
                       "weight": 0.6}, **kw)
             return True
+        if refused := nccl_vocab.PEER_REFUSED.search(text):
+            # a fault of the peer (its process, or its host), located by the peer's address
+            self.add(EventKind.nccl_error, Role.primary, "network_fault",
+                     f"NCCL could not connect to {refused['peer']}: connection refused (nothing "
+                     "listens there: the peer's process or host)",
+                     {**base, "peer": refused["peer"], "reason": "Connection refused",
+                      "peer_refused": True, "weight": 0.45}, **kw)
+            return True
         if conf := nccl_vocab.SOCKET_CONFIG.search(text):
             # no usable interface for the bootstrap / socket transport: the node's network
             # configuration, surfacing as "unhandled system error"

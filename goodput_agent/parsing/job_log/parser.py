@@ -24,7 +24,25 @@ _SNIFF_POSITIVE = re.compile(
     r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
     r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
     r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"
-    r"(?:Memory cgroup out of memory|Out of memory): Kill")
+    r"(?:Memory cgroup out of memory|Out of memory): Kill|"
+    # host-memory kills others announce, shared memory, the GPU lost as user space sees it
+    r"is killed by signal|killed due to (?:the node running low on memory|memory pressure)|"
+    r"exceeds the memory usage threshold|: line \d+: +\d+ Killed\s|"
+    r"(?i:\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?memory|"
+    r"container init was OOM-killed|\bexit_?code\W{1,4}137\b)|_job_complete: JobId=\d+ WTERMSIG|"
+    r"insufficient shared memory|unable to write to file </torch_|"
+    r"(?m:(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$)|exit code 137\b|return code = -9\b|"
+    r"Unable to determine the device handle|(?m:^No devices were found\s*$)|GPU is lost|"
+    r"controller: NVIDIA[^\n]*\(rev ff\)|CUDA_ERROR_[A-Z]|Check failed: |(?i:Cuda Error): ")
+# what a healthy training run prints: Python warnings, progress (step/epoch with a loss, a tqdm
+# bar), syslog lines in any locale ("jan. 29 20:50:17 host kernel:", "11月 15 14:15:47 host
+# systemd[1]:"): a job log with nothing wrong is read, and judged, like one with something wrong
+_SNIFF_HEALTHY = re.compile(
+    r"^[^\n]{0,400}?\b[A-Z]\w*Warning: \S|"
+    r"(?i:\b(?:epoch|step|iter(?:ation)?)\b[^\n]{0,80}?\bloss\b\s*[:=]?\s*-?\d)|"
+    r"\d{1,3}%\|[^|\n]{0,120}\|\s*\d+/\d+ \[|"
+    r"^(?:[A-Za-zéû]{3,5}\.?|\d{1,2}月)\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+\S+\s+"
+    r"[\w\-./]+(?:\[\d+\])?:\s", re.M)
 _KERNELISH = re.compile(
     r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? \S+ kernel:|"
     r"\d{4}-\d{2}-\d{2}T\S+ \S+ kernel:|\[\s*\d+\.\d+\] |kern\s*:\s*\w+\s*: |"
@@ -64,7 +82,8 @@ class JobLogParser:
                                                else _KERNELISH).match(ln))
         if kernelish * 2 >= len(lines):
             return False
-        return bool(_SNIFF_POSITIVE.search(head)) or rank_from_filename(name) is not None
+        return bool(_SNIFF_POSITIVE.search(head) or _SNIFF_HEALTHY.search(head)) \
+            or rank_from_filename(name) is not None
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         fp = FileParser(ctx)

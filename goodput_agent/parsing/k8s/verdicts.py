@@ -87,3 +87,13 @@ def classify_k8s_event(reason: str, message: str, event_type: str) -> Verdict | 
 
 
 EVICTED_RESOURCE = re.compile(r"low on resource: ([\w\-]+(?:\.[\w\-]+)*)")
+
+
+def eviction_verdict(message: str) -> Verdict:
+    """The kubelet evicted a pod: because the node ran low on memory, that is host memory
+    running out (the pod's own use beyond its request is what the kubelet named); other
+    resources (ephemeral storage, PIDs) are no memory fault and decide nothing here."""
+    m = EVICTED_RESOURCE.search(message)
+    if (m and m.group(1) == "memory") or "MemoryPressure" in message:
+        return Verdict(EventKind.host_oom_kill, Role.primary, "host_oom", weight="medium")
+    return Verdict(EventKind.other, Role.context)

@@ -8,8 +8,9 @@ investigated entry is judged against it (node and rank too where the label names
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from evals.corpus_manifest import CorpusEntry
+from goodput_agent.evals.corpus_manifest import CorpusEntry
 from goodput_agent.report import Report
 
 LABEL_TO_CATEGORY = {
@@ -27,10 +28,17 @@ HANG_BY_OWN_WORK = frozenset({"accelerate314_timeout_one_rank_reading_200G_file"
                               "autocast381_postfit_allreduce_timeout_rank0_barrier"})
 
 
+def present(root: Path, entry: CorpusEntry) -> Path | None:
+    """The entry's folder under a copy of the corpus text when every file of it is there."""
+    base = root / entry.family / (entry.id if entry.is_incident else "")
+    return base if all((base / f.path).is_file() for f in entry.files) else None
+
+
 @dataclass
 class Score:
     checked: int = 0
     mismatches: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # entries whose text no copy holds
 
     @property
     def rate(self) -> float:
@@ -45,7 +53,10 @@ class Score:
         want = {LABEL_TO_CATEGORY[entry.label]} | ({"hang"} if entry.id in HANG_BY_OWN_WORK
                                                    else set())
         wrong = []
-        if rc.category not in want:
+        unread = {u for u in report.unread} & {f.path for f in entry.files}
+        if len(unread) * 2 > len(entry.files):  # an answer from files it could not read
+            wrong.append(f"{len(unread)} of {len(entry.files)} file(s) unread: no judgement")
+        elif rc.category not in want:
             wrong.append(f"category {rc.category} (thread: {entry.label})")
         if entry.node and rc.node != entry.node:
             wrong.append(f"node {rc.node} (thread: {entry.node})")

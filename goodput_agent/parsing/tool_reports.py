@@ -1,0 +1,151 @@
+"""What diagnostic tools print, read as they print it: a serving benchmark's result block, the
+torch profiler's `key_averages()` table, NCCL's RAS status report, a py-spy dump, and DNS lookups
+(`nslookup`, `host`, `getent hosts`) that name the host behind a peer's IP.
+
+- `bench_serving` (SGLang, vLLM): `============ Serving Benchmark Result ============` then
+  `Key:   value` rows (successful requests, duration, mean/median/P99 TTFT, ITL, E2E latency):
+  a latency summary with no window to compare against;
+- `key_averages().table()`: a dashed rule, a header with `Name` and `Self CPU %`, rows of ops:
+  a profile, not a failure;
+- NCCL RAS (`ncclras`, NCCL >= 2.24): `Job summary`, `Communicators...`, then `Errors` and
+  `Warnings` sections. A MISMATCH (`N ranks have launched up to operation X`, with the minority
+  listed as `Rank r -- GPU g managed by process p on node H`) is a communicator whose ranks
+  disagree on how far they got: a stalled collective. The listed ranks are the minority; they
+  may be behind or ahead (then the unlisted majority is behind, and RAS does not name it).
+  INCOMPLETE / missing ranks are processes RAS could not reach;
+- py-spy dump: `Thread N (active): "MainThread"` and its frames: a thread inside a collective
+  (all_reduce, all_gather, barrier, broadcast, reduce_scatter, send/recv, wait) is a process
+  waiting in that collective, the picture of a hang (which rank stopped first is not told);
+- DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.`, `host has address ip`,
+  facts `host_ips` (as Slurm's node records give them) map a peer's IP to its host.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.lines import read_whole_text
+
+_BENCH = re.compile(r"=+ Serving Benchmark Result =+")
+_BENCH_ROW = re.compile(r"^(?P<key>[A-Za-z][\w ()/%.\-]+?):\s+(?P<val>[\d.]+|inf|not set)\s*$")
+_PROFILE_HEADER = re.compile(r"^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %", re.M)
+_RAS = re.compile(r"^Job summary\s*\n=+", re.M)
+_RAS_MISMATCH = re.compile(r"(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
+_RAS_RANK = re.compile(r"Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process "
+                       r"(?P<pid>\d+) on node (?P<node>\S+)")
+_PYSPY_THREAD = re.compile(r'^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>active|idle)'
+                           r'(?:\+gil)?\)(?:: "(?P<name>[^"]*)")?', re.M)
+_COLLECTIVE = re.compile(r"^\s+(?P<fn>all_reduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|"
+                         r"barrier|all_to_all\w*|send|recv|isend|irecv|wait|_wait|"
+                         r"monitored_barrier) \((?P<file>[^)]*distributed[^)]*)\)")
+_DNS = re.compile(r"^Name:\s+(?P<name>\S+)\s*\nAddress(?:es)?:\s+(?P<ip>[\d.]+)|"
+                  r"^(?P<rev>[\d.]+)\.in-addr\.arpa\s+name = (?P<rname>\S+?)\.?\s*$|"
+                  r"^(?P<hname>\S+) has address (?P<hip>[\d.]+)", re.M)
+
+
+def _kind(text: str) -> str | None:
+    if _BENCH.search(text):
+        return "bench"
+    if _PROFILE_HEADER.search(text):
+        return "profile"
+    if _RAS.search(text):
+        return "ras"
+    if _PYSPY_THREAD.search(text):
+        return "pyspy"
+    if len(_DNS.findall(text)) >= 1 and len(text) < 64 * 1024:
+        return "dns"
+    return None
+
+
+def _dns_pairs(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for m in _DNS.finditer(text):
+        if m["ip"]:
+            pairs.append((m["ip"], m["name"]))
+        elif m["rev"]:  # 4.0.0.10.in-addr.arpa: the address reversed
+            pairs.append((".".join(reversed(m["rev"].split("."))), m["rname"]))
+        else:
+            pairs.append((m["hip"], m["hname"]))
+    return pairs
+
+
+class ToolReportParser:
+    """`format` "tool_report" (RAS, py-spy, profiler table, DNS: the failure question reads
+    them) or "bench_summary" (a serving benchmark's result: the latency question's)."""
+
+    def __init__(self, fmt: str, kinds: frozenset[str]) -> None:
+        self.format, self.kinds = fmt, kinds
+
+    def sniff(self, head: str, name: str) -> bool:
+        return _kind(head) in self.kinds
+
+    def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
+        try:
+            text = read_whole_text(path)
+        except (OSError, EOFError) as exc:
+            raise ParseError(f"{ctx.rel_path}: cannot read: {exc}") from exc
+        kind = _kind(text) or "unknown"
+        lines = text.splitlines()
+        res = ParseResult(format=self.format, lines_read=len(lines), facts={"report": kind})
+        if kind == "bench":
+            res.facts["benchmark"] = {m["key"].strip(): m["val"] for ln in lines
+                                      if (m := _BENCH_ROW.match(ln))}
+        elif kind == "ras":
+            res.events.extend(_ras_events(lines, ctx))
+        elif kind == "pyspy":
+            res.events.extend(_pyspy_events(text, ctx))
+        elif kind == "dns":  # the shape slurm's node records use: host -> its addresses
+            hosts: dict[str, list[str]] = {}
+            for ip, host in _dns_pairs(text):
+                hosts.setdefault(host.rstrip("."), []).append(ip)
+            res.facts["host_ips"] = hosts
+        return res
+
+
+def _event(ctx: ParseContext, n: int, line: str, kind: EventKind, role: Role, summary: str,
+           detail: dict, rank: int | None = None, node: str | None = None) -> Event:
+    return Event(kind=kind, role=role, category=None, ts=None, clock=Clock.none, rank=rank,
+                 node=node, summary=summary, excerpt=line.strip()[:500], detail=detail,
+                 locator=Locator(path=ctx.rel_path, line_start=n, line_end=n))
+
+
+def _ras_events(lines: list[str], ctx: ParseContext) -> list[Event]:
+    """A MISMATCH block: the ranks RAS names, with the operation counts of both groups."""
+    out: list[Event] = []
+    counts: list[tuple[int, int]] = []  # (ranks, operation)
+    for n, line in enumerate(lines, 1):
+        if m := _RAS_MISMATCH.search(line):
+            counts.append((int(m["n"]), int(m["op"])))
+        elif (m := _RAS_RANK.search(line)) and len(counts) >= 2:
+            minority = min(counts)  # RAS lists the smaller group's ranks
+            majority = max(counts)
+            out.append(_event(
+                ctx, n, line, EventKind.collective_progress, Role.symptom,
+                f"NCCL RAS: rank {m['rank']} launched up to operation {minority[1]}, "
+                f"{majority[0]} other ranks up to {majority[1]}",
+                {"ras_mismatch": True, "operation": minority[1], "others_at": majority[1],
+                 "others": majority[0], "pid": int(m["pid"]), "gpu_index": int(m["gpu"])},
+                rank=int(m["rank"]), node=m["node"]))
+    return out
+
+
+def _pyspy_events(text: str, ctx: ParseContext) -> list[Event]:
+    """An active thread whose innermost frames are a collective: the process waits in it."""
+    out: list[Event] = []
+    for t in _PYSPY_THREAD.finditer(text):
+        if t["state"] != "active":
+            continue
+        block = text[t.end():].split("\nThread ", 1)[0]
+        if m := _COLLECTIVE.search(block):
+            n = text.count("\n", 0, t.start()) + 1
+            out.append(_event(ctx, n, t[0], EventKind.collective_progress, Role.symptom,
+                              f"py-spy: a thread is waiting in {m['fn']} ({m['file']})",
+                              {"stuck_in_collective": m["fn"], "pyspy": True}))
+    return out
+
+
+PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "pyspy", "dns"}))
+BENCH_PARSER = ToolReportParser("bench_summary", frozenset({"bench"}))

@@ -1,0 +1,96 @@
+"""What diagnostic tools print (issue 24): NCCL RAS status, py-spy dumps, the profiler's
+key_averages table, a serving benchmark's result, DNS lookups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from goodput_agent.analysis.failure import diagnose
+from goodput_agent.analysis.observations import Observations
+from goodput_agent.bundle import scan
+from goodput_agent.parsing.base import ParseContext
+from goodput_agent.parsing.tool_reports import BENCH_PARSER, PARSER
+
+RAS = """\
+Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      2          4            1          8        8
+
+Communicators... (0.00s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         2         4         8         8   RUNNING  MISMATCH
+
+Warnings
+========
+
+#0-0 (0123456789abcdef) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  {majority} ranks have launched up to operation {hi}
+  {minority} rank has launched up to operation {lo}
+  Rank 5 -- GPU 1 managed by process 777 on node 10.1.2.3
+"""
+
+
+def _read(tmp_path: Path, text: str, name: str = "report.txt"):
+    (tmp_path / name).write_text(text)
+    fmt = scan(tmp_path).files[0].format
+    parser = BENCH_PARSER if fmt == "bench_summary" else PARSER
+    return fmt, parser.parse(tmp_path / name, ParseContext(rel_path=name))
+
+
+def test_a_ras_mismatch_with_the_listed_rank_behind_names_it(tmp_path: Path) -> None:
+    fmt, res = _read(tmp_path, RAS.format(majority=7, hi=412, minority=1, lo=411))
+    assert fmt == "tool_report"
+    v = diagnose(Observations(events=res.events))
+    assert (v.category, v.rank) == ("hang", 5) and "411" in v.summary
+
+
+def test_a_ras_mismatch_with_the_listed_rank_ahead_blames_no_one(tmp_path: Path) -> None:
+    # RAS lists the smaller group: here it is ahead, and the ranks behind are not named
+    _, res = _read(tmp_path, RAS.format(majority=7, hi=411, minority=1, lo=412))
+    v = diagnose(Observations(events=res.events))
+    assert (v.category, v.rank) == ("hang", None) and "not the culprits" in v.summary
+
+
+def test_a_pyspy_dump_waiting_in_a_collective_is_a_hang_without_a_rank(tmp_path: Path) -> None:
+    _, res = _read(tmp_path, (
+        "Process 4242: python train.py\nPython v3.11.4 (/usr/bin/python3.11)\n\n"
+        'Thread 4242 (idle): "MainThread"\n    forward (model.py:88)\n'
+        "Thread 4300 (active)\n"
+        "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+        "    wrapper (torch/distributed/c10d_logger.py:72)\n"))
+    v = diagnose(Observations(events=res.events))
+    assert (v.category, v.rank) == ("hang", None) and v.confidence <= 0.5
+
+
+def test_a_profiler_table_is_read_as_a_profile_with_no_failure(tmp_path: Path) -> None:
+    fmt, res = _read(tmp_path, (
+        "-----------------  ------------  ------------  ------------  ------------\n"
+        "             Name    Self CPU %      Self CPU   CPU total %     CPU total\n"
+        "-----------------  ------------  ------------  ------------  ------------\n"
+        "     aten::conv2d         0.12%     117.000us        66.91%      67.570ms\n"))
+    assert (fmt, res.facts["report"], res.events) == ("tool_report", "profile", [])
+
+
+def test_a_benchmark_summary_is_the_latency_questions_and_keeps_its_numbers(tmp_path) -> None:
+    fmt, res = _read(tmp_path, (
+        "============ Serving Benchmark Result ============\n"
+        "Successful requests:                     100\n"
+        "Mean TTFT (ms):                          84.20\n"
+        "Median ITL (ms):                         11.90\n"))
+    assert fmt == "bench_summary"
+    assert res.facts["benchmark"]["Mean TTFT (ms)"] == "84.20"
+
+
+def test_dns_lookups_map_a_peer_ip_to_its_host(tmp_path: Path) -> None:
+    _, res = _read(tmp_path, ("Server:  10.0.0.2\nAddress: 10.0.0.2#53\n\n"
+                              "Name:   gpu-17.cluster\nAddress: 10.1.2.17\n\n"
+                              "4.0.1.10.in-addr.arpa\tname = gpu-04.cluster.\n"))
+    assert res.facts["host_ips"] == {"gpu-17.cluster": ["10.1.2.17"],
+                                     "gpu-04.cluster": ["10.1.0.4"]}
