@@ -22,8 +22,8 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel, computed_field
 
-from goodput_agent.errors import BadInput
 import goodput_agent.ledger.schema as schema
+from goodput_agent.errors import BadInput
 from goodput_agent.ledger.files import LedgerFile
 from goodput_agent.ledger.staging import Staging
 
