@@ -59,9 +59,9 @@ def write_history(root: Path, investigations: int, jobs: int) -> tuple[Path, Pat
                     f"00:00:00|{start:%Y-%m-%dT%H:%M:%S}|{end:%Y-%m-%dT%H:%M:%S}|"
                     f"p{i % 4}|acct{i % 30}|{'FAILED' if i < investigations else 'COMPLETED'}\n")
     path = root / "ledger.duckdb"
-    with Ledger(path) as led:
+    with Ledger(path) as led, led.writing() as con:
         causes = "['" + "','".join(CAUSES) + "']"
-        led.con.execute(f"""
+        con.execute(f"""
             INSERT INTO investigations SELECT 'inv-b-' || i, TIMESTAMPTZ '2026-11-01 00:00:00+00'
                 + i * INTERVAL 1 SECOND, 'why?', 'failure',
                 '/data/reports/slurm-job-' || (1000000 + i) || '-20261101T000000Z/bundle',
@@ -97,12 +97,12 @@ def python_loops(ledger: Path, sacct: Path) -> tuple[dict[str, float], dict[str,
             hosts = nodes_of(nodelist)
             for h in hosts:
                 exposure[h] += gpus / len(hosts) * hours
-    with Ledger(ledger, read_only=True) as led:
-        invs = led.con.execute("SELECT i.id, i.target, i.created_at, c.category FROM "
-                               "investigations i JOIN conclusions c ON c.investigation_id = "
-                               "i.id").fetchall()
-        claims = led.con.execute("SELECT investigation_id, node, category, status FROM "
-                                 "claims").fetchall()
+    with Ledger(ledger, read_only=True) as led, led.reading() as con:
+        invs = con.execute("SELECT i.id, i.target, i.created_at, c.category FROM "
+                           "investigations i JOIN conclusions c ON c.investigation_id = "
+                           "i.id").fetchall()
+        claims = con.execute("SELECT investigation_id, node, category, status FROM "
+                             "claims").fetchall()
     latest: dict[str, tuple] = {}
     for row in invs:
         if row[3] in FAILURE_CAUSES and (row[1] not in latest or row[2] > latest[row[1]][2]):

@@ -84,7 +84,7 @@ def test_watch_k8s_live_investigates_the_stalled_job_once(tmp_path: Path) -> Non
     pods found by their job label, the stall judged from the logs, one live incident
     investigated (culprit unknown: the fixture serves no exec), and none for a job that
     progresses."""
-    from goodput_agent.ledger_reader import read_ledger
+    from goodput_agent.ledger.reader import read_ledger
 
     now = time.time()
     c = cluster(now)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.ledger_reader import read_ledger
+from goodput_agent.ledger.reader import read_ledger
 from tests.detect.torch_env import TorchUnavailable, torch_venv
 from tests.servers.slurm import SlurmCluster, SlurmUnavailable, running_slurm
 
