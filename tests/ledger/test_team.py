@@ -1,0 +1,205 @@
+"""One ledger, many hands: a real `goodput watch --slurm` works through a backlog of failed jobs
+on the test cluster (tests/servers/slurm.py) while other processes list, investigate, approve,
+reject and serve pages on the same ledger; processes are killed (SIGKILL) in the middle of a
+write and started again; the ledger holds whole investigations only, each incident once, and
+every person's decision, and says the same as a watch that ran alone.
+
+"In the middle of a write" is made to happen, not caught: the killed process runs the CLI with
+the ledger's row insertion wrapped to stop for good inside its N-th insert (a marker file says
+it is there), then it is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from goodput_agent.ledger import Ledger
+from tests.approval.conftest import make_investigation, policy_text, valid_args
+from tests.servers.chromium import running_goodput_serve
+from tests.servers.slurm import SlurmCluster, cluster_with_a_time_limit_job
+from tests.watch.test_slurm_watch import wait_accounted
+
+JOBS = 12
+
+# the CLI, with the ledger's bulk insert stopping inside its N-th call (mid-transaction)
+STOPPED_MID_WRITE = """
+import sys, time
+from goodput_agent.ledger import core
+marker, nth = sys.argv[1], int(sys.argv[2])
+real, calls = core.insert_rows, [0]
+def stopped(con, table, rows):
+    real(con, table, rows)
+    calls[0] += bool(rows)
+    if calls[0] == nth and rows:
+        open(marker, "w").close()
+        time.sleep(600)
+core.insert_rows = stopped
+from goodput_agent.cli.main import cli
+cli(sys.argv[3:], prog_name="goodput")
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A cluster of this module's own (the watch counts every job that ends on it)."""
+    with cluster_with_a_time_limit_job(tmp_path_factory.mktemp("team-slurm")) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def backlog(cluster: SlurmCluster) -> list[str]:
+    jobs = [cluster.submit(f"#!/bin/bash\necho 'step {i} loss 2.1'\necho 'RuntimeError: shard "
+                           f"{i} is corrupt' >&2; exit 1\n", "-w", f"gpu-node-0{1 + i % 3}",
+                           name=f"team-{i}") for i in range(JOBS)]
+    for j in jobs:
+        cluster.wait_done(j)
+    wait_accounted(cluster, jobs)
+    return jobs
+
+
+def goodput(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "goodput_agent.cli", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env or dict(os.environ))
+
+
+def stopped_mid_write(marker: Path, nth: int, *args: str, env: dict[str, str]) -> None:
+    """Run the CLI until it is inside its nth insert, then kill it there (SIGKILL)."""
+    proc = subprocess.Popen([sys.executable, "-c", STOPPED_MID_WRITE, str(marker), str(nth),
+                             *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(3000):
+            if marker.exists():
+                break
+            try:
+                proc.wait(timeout=0.1)
+                raise AssertionError(f"{args[0]} ended ({proc.returncode}) before its insert")
+            except subprocess.TimeoutExpired:
+                continue
+        assert marker.exists(), f"{args[0]} never reached its insert"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def watch_args(ledger: Path, *more: str) -> list[str]:
+    return ["watch", "--slurm", "--ledger", str(ledger), "--since", "3h", "--group-min", "1000",
+            "--interval", "1", *more]
+
+
+def verdicts(ledger: Path, jobs: list[str]) -> dict[str, str]:
+    """Each job's concluded category, from the watch's rows."""
+    with Ledger(ledger, read_only=True) as lg:
+        rows = lg.rows("SELECT t.subject, c.category FROM watch_triggers t JOIN watch_runs r "
+                       "ON r.trigger_key = t.key JOIN conclusions c ON c.investigation_id = "
+                       "r.investigation_id WHERE t.question = 'failure'")
+    out: dict[str, str] = {}
+    for r in rows:
+        if r["subject"] in jobs:
+            assert r["subject"] not in out, f"job {r['subject']} concluded twice"
+            out[r["subject"]] = r["category"]
+    return out
+
+
+def whole_investigations_only(ledger: Path) -> None:
+    """Nothing half-written: an investigation without a conclusion has no rows at all."""
+    with Ledger(ledger, read_only=True) as lg:
+        half = lg.rows("SELECT i.id FROM investigations i LEFT JOIN conclusions c ON "
+                       "c.investigation_id = i.id WHERE c.investigation_id IS NULL AND ("
+                       "EXISTS (SELECT 1 FROM evidence e WHERE e.investigation_id = i.id) OR "
+                       "EXISTS (SELECT 1 FROM claims x WHERE x.investigation_id = i.id))")
+        dupes = lg.rows("SELECT key, count(*) AS n FROM watch_triggers GROUP BY key "
+                        "HAVING count(*) > 1")
+    assert half == [] and dupes == []
+
+
+def _page(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        return resp.status
+
+
+def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backlog: list[str],
+                                                    tmp_path: Path, demo_bundle: Path) -> None:
+    ledger, reference = tmp_path / "team.duckdb", tmp_path / "alone.duckdb"
+    env = cluster.env
+    alone = goodput(*watch_args(reference, "--once"), env=env, timeout=600)
+    assert alone.returncode == 0, alone.stderr
+    expected = verdicts(reference, backlog)
+    assert set(expected) == set(backlog)
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(policy_text())
+    args = valid_args(tmp_path)
+    with Ledger(ledger) as lg:
+        _, ids = make_investigation(lg, "gpu_oom", {"config_change": args["config_change"],
+                                                    "slurm_hold_job": {"job": backlog[0]}})
+    # the watch, killed inside one of its writes, then running for good
+    stopped_mid_write(tmp_path / "watch.marker", 6, *watch_args(ledger, "--concurrency", "2"),
+                      env=env)
+    whole_investigations_only(ledger)
+    watch = subprocess.Popen([sys.executable, "-m", "goodput_agent.cli",
+                              *watch_args(ledger, "--concurrency", "2")], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with running_goodput_serve(ledger, tmp_path, ["--policy", str(policy)]) as url:
+            others = people_meanwhile(ledger, policy, ids, demo_bundle, tmp_path, env, url)
+            assert watch.poll() is None, "the watch ran all along"
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        _, err = watch.communicate(timeout=120)
+    assert watch.returncode == 0, err[-2000:]
+    finish = goodput(*watch_args(ledger, "--once"), env=env, timeout=600)
+    assert finish.returncode == 0, finish.stderr
+    whole_investigations_only(ledger)
+    assert verdicts(ledger, backlog) == expected  # what a watch alone would have said
+    check_decisions(ledger, ids, others)
+
+
+def people_meanwhile(ledger: Path, policy: Path, ids: dict[str, int], bundle: Path,
+                     tmp_path: Path, env: dict[str, str], url: str) -> dict[str, object]:
+    """Everything a team does while the watch works, each a separate process."""
+    base = ["--ledger", str(ledger)]
+    listed = goodput("ledger", "list", "--json", *base)
+    assert listed.returncode == 0, listed.stderr
+    assert goodput("actions", "--json", *base).returncode == 0
+    rejected = goodput("reject", str(ids["slurm_hold_job"]), "--why", "job already gone", *base)
+    assert rejected.returncode == 0, rejected.stderr
+    forged = goodput("approve", str(ids["config_change"]), "--as", "mallory", "--yes",
+                     "--policy", str(policy), *base)
+    assert forged.returncode == 2 and "not mallory" in forged.stderr
+    approved = goodput("approve", str(ids["config_change"]), "--yes", "--json", "--policy",
+                       str(policy), *base)
+    assert approved.returncode == 0, approved.stderr
+    # an investigation killed inside its final insert: it stays interrupted, with no rows
+    stopped_mid_write(tmp_path / "inv.marker", 2, "investigate", str(bundle), *base, env=env)
+    done = goodput("investigate", str(bundle), "--json", *base)
+    assert done.returncode in (0, 3), done.stderr
+    pages = [_page(f"{url}/"), _page(f"{url}/actions/{ids['config_change']}"),
+             _page(f"{url}/watch")]
+    assert pages == [200, 200, 200]
+    return {"investigated": json.loads(done.stdout)["investigation_id"]}
+
+
+def check_decisions(ledger: Path, ids: dict[str, int], others: dict[str, object]) -> None:
+    with Ledger(ledger, read_only=True) as lg:
+        kinds = {aid: [(r["kind"], r["actor"]) for r in lg.rows(
+            "SELECT kind, actor FROM action_events WHERE action_id = ? ORDER BY id", [aid])]
+            for aid in ids.values()}
+        listed = {r["id"]: r["status"] for r in lg.investigations(limit=10_000)}
+    me = os.environ.get("USER") or __import__("getpass").getuser()
+    assert kinds[ids["slurm_hold_job"]] == [("rejection", me)]
+    assert kinds[ids["config_change"]] == [("refusal", me), ("approval", me),
+                                           ("execution_started", me), ("execution", me)]
+    assert listed[str(others["investigated"])] == "concluded"
+    assert "interrupted" in listed.values()  # the killed investigation, rows and all gone
