@@ -91,8 +91,12 @@ class ChatCompletionsClient(RetryingClient):
     retryable = staticmethod(retryable)
     event = "chat_completions_retry"
 
-    def __init__(self, settings: Any, sleep: Callable[[float], None] = time.sleep) -> None:  # noqa: ANN401
+    def __init__(self, settings: Any, sleep: Callable[[float], None] = time.sleep,  # noqa: ANN401
+                 on_chunk: Callable[[int], None] | None = None) -> None:
+        """`on_chunk`: told the size of each streamed chunk (a terminal's progress line);
+        with it every answer is streamed."""
         super().__init__(settings, sleep)
+        self.on_chunk = on_chunk
         self.http = requests.Session()
         self.http.headers["Content-Type"] = "application/json"
         if settings.api_key:
@@ -114,7 +118,8 @@ class ChatCompletionsClient(RetryingClient):
     def create(self, *, on_text: Callable[[str], None] | None = None,
                deadline: float | None = None, **request: Any) -> Turn:
         """One model turn; streamed when configured or when `on_text` wants the pieces."""
-        stream = bool(getattr(self.settings, "stream", False)) or on_text is not None
+        stream = bool(getattr(self.settings, "stream", False)) or on_text is not None or \
+            self.on_chunk is not None
         body = self.body(request, stream)
         try:
             for attempt in self._retrying(deadline):
@@ -167,15 +172,17 @@ class ChatCompletionsClient(RetryingClient):
                         if b["type"] == "text":
                             on_text(b["text"])
                 return answer
-            return assemble_stream(_until(deadline, sse_payloads(response.iter_lines())),
-                                   on_text)
+            return assemble_stream(_until(deadline, sse_payloads(response.iter_lines()),
+                                          self.on_chunk), on_text)
 
 
-def _until(deadline: float | None, payloads: Iterator[dict[str, Any]]
-           ) -> Iterator[dict[str, Any]]:
+def _until(deadline: float | None, payloads: Iterator[dict[str, Any]],
+           on_chunk: Callable[[int], None] | None = None) -> Iterator[dict[str, Any]]:
     """The stream's chunks; a stream still going at the deadline is cut here (the read
     timeout bounds each wait, this the whole)."""
     for payload in payloads:
         if deadline is not None and time.monotonic() >= deadline:
             raise DeadlineReached("the streamed answer was cut at the deadline")
+        if on_chunk is not None:
+            on_chunk(sum(len(str(c.get("delta") or "")) for c in payload.get("choices") or []))
         yield payload

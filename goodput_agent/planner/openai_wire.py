@@ -37,7 +37,9 @@ def _assistant(content: list[dict[str, Any]]) -> dict[str, Any]:
     calls = [{"id": b["id"], "type": "function",
               "function": {"name": b["name"], "arguments": _arguments_text(b.get("input"))}}
              for b in content if b.get("type") == "tool_use"]
-    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) or None}
+    # "" rather than null: llama.cpp's server (llama-cpp-python) rejects a null content with a
+    # 500, where vLLM and OpenAI take either
+    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
     if calls:
         msg["tool_calls"] = calls
     return msg
@@ -67,8 +69,22 @@ def _user(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "function",
              "function": {"name": t["name"], "description": t.get("description", ""),
-                          "parameters": t.get("input_schema", {"type": "object"})}}
+                          "parameters": without_lengths(t.get("input_schema",
+                                                              {"type": "object"}))}}
             for t in tools]
+
+
+def without_lengths(schema: Any) -> Any:
+    """The schema without string length bounds. Servers that constrain generation with a
+    grammar built from the schema (llama.cpp) spell `maxLength: 2000` as 2000 nested rules,
+    fail to parse that grammar, and the server process dies; the bounds are checked here on
+    receipt anyway (the planner tools' pydantic models)."""
+    if isinstance(schema, dict):
+        return {k: without_lengths(v) for k, v in schema.items()
+                if k not in ("maxLength", "minLength")}
+    if isinstance(schema, list):
+        return [without_lengths(v) for v in schema]
+    return schema
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
