@@ -221,8 +221,9 @@ class Agent:
             except ValidationError as exc:
                 e = exc.errors()[0]
                 where = ".".join(str(p) for p in e["loc"]) or "input"
-                return ToolOutcome(f"invalid arguments: {where}: {e['msg']}", True,
-                                   malformed=True)
+                error = f"invalid arguments: {where}: {e['msg']}"
+                self._refuse(name, args if isinstance(args, dict) else {}, error)
+                return ToolOutcome(error, True, malformed=True)
             return getattr(self, f"_{name}")(parsed)
         if not isinstance(args, dict):
             return ToolOutcome("invalid arguments: expected an object", True, malformed=True)

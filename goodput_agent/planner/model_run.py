@@ -34,6 +34,7 @@ class ModelRunStats(BaseModel):
     turns: int = 0
     tool_calls: int = 0
     valid_tool_calls: int = 0  # calls of an offered tool with arguments its schema accepts
+    prose_answers: int = 0  # turns answered without a tool call (each nudged)
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
@@ -58,7 +59,7 @@ class _Run:
         self.finish: FinishInput | None = None
         self.why_unknown: str | None = None
         self.failure: ModelCallFailed | None = None
-        self.repairs = self.valid = 0
+        self.repairs = self.valid = self.prose = 0
 
     def turn(self, on_text: Callable[[str], None] | None) -> bool:
         """One model turn and its tool calls; False when the run is over."""
@@ -85,6 +86,7 @@ class _Run:
             return False
         bad = [o for o in outcomes if o.failed_finish]
         if not outcomes:  # the model answered in prose, without a tool call
+            self.prose += 1
             bad = [ToolOutcome("no finish_investigation call (an answer without a tool call)",
                                True)]
             agent.add("user", "Finish now: call finish_investigation with your conclusion.")
@@ -122,14 +124,15 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
     while run.turn(on_text):
         pass
     stats = ModelRunStats(investigation_id=inv_id, turns=agent.turns, tool_calls=agent.tool_calls,
-                          valid_tool_calls=run.valid, input_tokens=agent.input_tokens,
+                          valid_tool_calls=run.valid, prose_answers=run.prose,
+                          input_tokens=agent.input_tokens,
                           output_tokens=agent.output_tokens, finished=run.finish is not None,
                           stopped=run.why_unknown)
     if kind == "failure" and ctx.bundle is not None:
         report, stats.outcome = failure_report(agent, run.finish, run.why_unknown, question,
                                                unread(), pictures)
-        if notify is not None and stats.outcome.startswith(("stands", "kept")):
-            notify(stats.outcome)
+        if notify is not None and stats.outcome.startswith("stands"):
+            notify(f"{stats.outcome}{_mistakes(stats)}")
     elif run.failure is not None:
         raise run.failure
     else:
@@ -143,3 +146,11 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
         on_stats(stats)
     return report
 
+
+def _mistakes(stats: ModelRunStats) -> str:
+    """What the model got wrong on the way, for the one line (each is also a ledger row)."""
+    bad = stats.tool_calls - stats.valid_tool_calls
+    parts = [f"{bad} of {stats.tool_calls} tool calls malformed" if bad else "",
+             f"{stats.prose_answers} answers without a tool call" if stats.prose_answers else ""]
+    said = "; ".join(p for p in parts if p)
+    return f" ({said})" if said else ""

@@ -49,7 +49,7 @@ def investigate_with_model(settings: Any, ctx: Any, ledger: Any,  # noqa: ANN401
     if not isinstance(settings, OpenAICompatSettings):
         return model_investigate(settings, ctx, ledger, on_stats=on_stats, notify=_say, **kw)
     progress = TerminalProgress.on_terminal(sys.stderr, settings.model)
-    client = ChatCompletionsClient(settings, on_chunk=progress.chunk if progress else None)
+    client = ChatCompletionsClient(settings, on_progress=progress)
     try:
         return model_investigate(
             settings, ctx, ledger, client=client, planner=PLANNER_NAME,  # type: ignore[arg-type]

@@ -33,6 +33,10 @@ class OpenAICompatSettings(ClaudeSettings):
     result_chars: int = Field(default=3000, ge=500)
     api_key_env: str = DEFAULT_KEY_ENV
     stream: bool = False
+    # sampling: unset, the server's defaults; `temperature: 0` makes a server answer alike
+    # each time (greedy), which tests and recordings of a small model rely on
+    temperature: float | None = Field(default=None, ge=0.0)
+    seed: int | None = None
 
 
 def load_openai_settings(flags: dict[str, Any]) -> OpenAICompatSettings:

@@ -113,12 +113,21 @@ class StreamError(Exception):
     """The server sent an error event inside a stream that had answered 200."""
 
 
+class NothingStreamed(StreamError):
+    """A stream that answered 200 and ended without one event: llama.cpp's server does this
+    when it cannot stream the answer asked for (its chatml-function-calling format raises
+    "Automatic streaming tool choice is not supported" after the response began)."""
+
+
 def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
-    """The JSON of each `data:` event until `[DONE]`; comments and other fields are skipped."""
+    """The JSON of each `data:` event until `[DONE]`; comments (`: ping`) and other fields are
+    skipped. A stream that ends without any event raises NothingStreamed."""
+    events = 0
     for raw in lines:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
+        events += 1
         data = line[len("data:"):].strip()
         if data == "[DONE]":
             return
@@ -131,6 +140,8 @@ def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
             raise StreamError(str(err.get("message") if isinstance(err, dict) else err)[:300])
         if isinstance(payload, dict):
             yield payload
+    if not events:  # a stream cut after some events keeps them: a cut call is a tool error
+        raise NothingStreamed("the server answered 200 and then sent nothing")
 
 
 def assemble_stream(payloads: Iterable[dict[str, Any]],
