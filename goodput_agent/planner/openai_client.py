@@ -124,8 +124,10 @@ class ChatCompletionsClient(RetryingClient):
     def create(self, *, on_text: Callable[[str], None] | None = None,
                deadline: float | None = None, **request: Any) -> Turn:
         """One model turn; streamed when configured or when `on_text` wants the pieces."""
-        stream = (bool(getattr(self.settings, "stream", False)) or on_text is not None or
-                  self.on_progress is not None) and self.streams
+        asked = getattr(self.settings, "stream", None)
+        stream = (on_text is not None or self.on_progress is not None) if asked is None \
+            else bool(asked)
+        stream = stream and self.streams
         body = self.body(request, stream)
         try:
             for attempt in self._retrying(deadline):

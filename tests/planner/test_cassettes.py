@@ -37,7 +37,8 @@ def model_url(request: pytest.FixtureRequest, tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> str:
     """The real server's URL when recording, else one never connected to; greedy sampling."""
     config = tmp_path / "config.yaml"
-    config.write_text("openai_compatible:\n  temperature: 0\n  seed: 7\n"
+    config.write_text("openai_compatible:\n  temperature: 0\n  seed: 7\n  stream: false\n"
+                      "  max_tokens_per_turn: 256\n  request_timeout_s: 300\n"
                       "  retry: {attempts: 2, initial_s: 0.01, max_s: 0.02, jitter_s: 0}\n")
     monkeypatch.setenv("GOODPUT_CONFIG", str(config))
     monkeypatch.chdir(REPO)

@@ -251,3 +251,42 @@ def test_error_inside_a_stream_is_retried(tmp_path: Path, demo_bundle: Path,
     assert len(requests) == 4 and requests[0] == requests[1]  # the same request, again
     assert_agreed(report)
     assert len(llm_stops(ledger, report["investigation_id"])) == 3  # the failed try is no turn
+
+
+def test_a_model_verdict_without_evidence_for_it_is_refused_with_the_reason(
+        tmp_path: Path, demo_bundle: Path) -> None:
+    """The model blames the network, citing a symptom (an NCCL timeout) it was shown: the
+    analysis' verdict stands; the model's is a refuted claim and an alternative saying why."""
+    def blame_network(body: dict[str, Any]) -> dict[str, Any]:
+        from tests.planner.openai_fixtures import cite
+
+        return reply(call("record_claim", {
+            "statement": "the network timed out", "category": "network_fault",
+            "confidence": 0.9, "status": "supported", "node": "gpu-node-01",
+            "supporting": [cite(body, r"(?i)nccl.*(timeout|timed out)|watchdog")]}))
+
+    def conclude(body: dict[str, Any]) -> dict[str, Any]:
+        claim = next(int(m.group(1)) for t in last_tool_texts(body)
+                     if (m := re.search(r"recorded claim (\d+)", t)))
+        return reply(call("finish_investigation", {
+            "kind": "failure", "category": "network_fault", "confidence": 0.9,
+            "summary": "NCCL timeouts", "verdict_claim_id": claim, "node": "gpu-node-01",
+            "retry": {"useful": True, "why": "transient"}}))
+
+    script: Script = [reply(call("job_log_events", {})), blame_network, conclude]
+    report, (ledger, _, result) = investigate(script, tmp_path, demo_bundle)
+    assert report["root_cause"]["category"] == "gpu_hardware"
+    assert report["unknowns"][0].startswith(
+        "model planner: stands: the model's verdict network_fault was not adopted: its verdict "
+        "claim cites no primary network_fault event on gpu-node-01")
+    alt = [a for a in report["alternatives"] if a["why_not"].startswith("model planner:")]
+    assert [(a["category"], a["node"]) for a in alt] == [("network_fault", "gpu-node-01")]
+    with Ledger(ledger, read_only=True) as lg:
+        claims = lg.rows("SELECT statement, status, category FROM claims WHERE "
+                         "investigation_id = ?", [report["investigation_id"]])
+    assert ("the network timed out", "supported", "network_fault") in [
+        (c["statement"], c["status"], c["category"]) for c in claims]  # the model's, kept
+    assert any(c["status"] == "refuted" and c["statement"].startswith(
+        "model planner's verdict not adopted") for c in claims)
+    said = [x for x in result.stderr.splitlines() if x.startswith("goodput:")]
+    assert len(said) == 1 and "not adopted" in said[0]

@@ -122,19 +122,21 @@ def model_path(python: Path) -> Path:
 
 
 @contextmanager
-def running_llama_server(workdir: Path, n_ctx: int = 8192,
-                         python: Path | None = None) -> Iterator[LlamaServer]:
+def running_llama_server(workdir: Path, n_ctx: int = 8192, python: Path | None = None,
+                         gguf: Path | None = None, alias: str = MODEL_ALIAS
+                         ) -> Iterator[LlamaServer]:
+    """`gguf`: another model file than SmolLM2's (benchmarks/model_planner.py --gguf)."""
     python = python or llama_python()
-    gguf = model_path(python)
+    gguf = gguf or model_path(python)
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"llama-server-{port}.log"
     argv = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", str(n_ctx), "--chat_format", CHAT_FORMAT,
-            "--model_alias", MODEL_ALIAS, "--n_threads", "2", "--verbose", "False"]
+            "--model_alias", alias, "--n_threads", "2", "--verbose", "False"]
     url = f"http://127.0.0.1:{port}/v1"
     with serving(argv, f"{url}/models", log, "llama_cpp.server", ready_timeout_s=180.0) as proc:
-        yield LlamaServer(url=url, model=MODEL_ALIAS, n_ctx=n_ctx, proc=proc, log=log)
+        yield LlamaServer(url=url, model=alias, n_ctx=n_ctx, proc=proc, log=log)
 
 
 @pytest.fixture(scope="session")
