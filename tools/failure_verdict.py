@@ -14,19 +14,12 @@ from goodput_agent.analysis.observations import Observations
 from goodput_agent.events import Event
 from goodput_agent.planner.observe import EVIDENCE_TOOLS, observations
 from goodput_agent.planner.scheduler_facts import SchedulerFacts
+from goodput_agent.report import Alternative
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, ToolUnavailable, registry
 
 
 class FailureVerdictInput(BaseModel):
     pass
-
-
-class RejectedAlternative(BaseModel):
-    category: str
-    confidence: float
-    why_not: str
-    node: str | None = None
-    rank: int | None = None
 
 
 class FailureAnalysis(BaseModel):
@@ -47,7 +40,7 @@ class FailureVerdictOutput(EventsOutput):
     rank: int | None = None
     gpu: str | None = None
     confidence: float
-    alternatives: list[RejectedAlternative] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)  # explained away, and why
     unknowns: list[str] = Field(default_factory=list)
     scheduler: SchedulerFacts = Field(default_factory=SchedulerFacts)
     analysis: FailureAnalysis | None = Field(default=None, exclude=True)
@@ -101,8 +94,7 @@ class FailureVerdictTool(Tool[FailureVerdictInput, FailureVerdictOutput]):
             events=_evidence(v), rank_hosts=obs.rank_hosts, rank_gpus=obs.rank_gpus,
             category=v.category, statement=v.summary, node=v.node, rank=v.rank, gpu=v.gpu,
             confidence=v.confidence, unknowns=v.unknowns, scheduler=facts,
-            alternatives=[RejectedAlternative(category=a.category, confidence=a.confidence,
-                                              why_not=a.why_not, node=a.node, rank=a.rank)
+            alternatives=[Alternative.model_validate(a.model_dump(exclude={"evidence"}))
                           for a in v.alternatives],
             analysis=FailureAnalysis(verdict=v, observations=obs, errors=errors))
 

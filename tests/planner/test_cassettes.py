@@ -35,10 +35,10 @@ DEMO = "goodput_agent/demo/bundle"  # relative: the recorded requests name it th
 @pytest.fixture
 def model_url(request: pytest.FixtureRequest, tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> str:
-    """The real server's URL when recording, else one never connected to; greedy sampling."""
+    """The real server's URL when recording, else one never connected to."""
     config = tmp_path / "config.yaml"
-    config.write_text("openai_compatible:\n  temperature: 0\n  seed: 7\n  stream: false\n"
-                      "  max_tokens_per_turn: 256\n  request_timeout_s: 300\n"
+    config.write_text("openai_compatible:\n  seed: 7\n  stream: false\n  result_chars: 1500\n"
+                      "  max_tokens_per_turn: 256\n  request_timeout_s: 240\n"
                       "  retry: {attempts: 2, initial_s: 0.01, max_s: 0.02, jitter_s: 0}\n")
     monkeypatch.setenv("GOODPUT_CONFIG", str(config))
     monkeypatch.chdir(REPO)
@@ -48,7 +48,7 @@ def model_url(request: pytest.FixtureRequest, tmp_path: Path,
 def _investigate(url: str, ledger: Path) -> object:
     return CliRunner().invoke(cli, [
         "investigate", DEMO, "--json", "--ledger", str(ledger), "--planner", "openai-compatible",
-        "--base-url", url, "--model", MODEL_ALIAS, "--context-window", "8192",
+        "--base-url", url, "--model", MODEL_ALIAS, "--context-window", "4096",
         "--max-turns", "4"])
 
 
@@ -93,7 +93,7 @@ def test_chat_turn_replays_the_real_model(model_url: str, tmp_path: Path) -> Non
     with cassette("llama_chat"):
         result = CliRunner().invoke(cli, [
             "chat", DEMO, "--ledger", str(ledger), "--openai-compatible", "--base-url",
-            model_url, "--model", MODEL_ALIAS, "--context-window", "8192", "--max-turns", "2"],
+            model_url, "--model", MODEL_ALIAS, "--context-window", "4096", "--max-turns", "2"],
             input="which node failed first?\n/quit\n")
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output

