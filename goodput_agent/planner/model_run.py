@@ -16,7 +16,12 @@ from goodput_agent import __version__
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.claude import Agent, BudgetSpent, ToolOutcome, system_prompt
-from goodput_agent.planner.claude_client import MessagesClient, ModelCallFailed, Turn
+from goodput_agent.planner.claude_client import (
+    ContextExceeded,
+    MessagesClient,
+    ModelCallFailed,
+    Turn,
+)
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_report import model_report
 from goodput_agent.planner.claude_tools import FinishInput
@@ -76,8 +81,9 @@ class _Run:
         except ModelCallFailed as exc:  # the server failed, refused or died mid-answer
             self.failure = exc
             self.why_unknown = self.describe(exc)
-            agent._record(Turn([], f"failed: {type(exc).__name__}: {exc}"[:200], None, 0, 0, 0,
-                               0, 0.0), None)
+            if not isinstance(exc, ContextExceeded):  # its refusals are rows already
+                agent._record(Turn([], f"failed: {type(exc).__name__}: {exc}"[:200], None, 0,
+                                   0, 0, 0, 0.0), None)
             return False
         outcomes = agent.answer_tools(turn)
         self.valid += sum(not o.malformed for o in outcomes)

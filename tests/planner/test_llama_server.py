@@ -154,10 +154,26 @@ def test_an_answer_slower_than_the_budget_shows_progress_then_the_analysis_repor
                  "--planner", "openai-compatible", "--base-url", llama_server.url,
                  "--model", llama_server.model, "--context-window", str(llama_server.n_ctx),
                  "--max-wall-s", "2"], {"GOODPUT_CONFIG": str(config), **_no_color()})
-    out = term.read_until(r"failure analysis' verdict is the report", timeout=240)
+    term.read_until(r"failure analysis' verdict is the report", timeout=240)
+    out = _drain(term)  # the report follows; the child blocks if its terminal is not read
     assert term.close() == 0
     assert f"model {MODEL_ALIAS}: " in out  # the progress line
     assert "max_wall_s" in out and "gpu-node-03" in out
+
+
+def _drain(term: object) -> str:
+    """Everything the child writes until it closes its terminal."""
+    import select
+
+    while select.select([term.master], [], [], 60)[0]:  # type: ignore[attr-defined]
+        try:
+            data = os.read(term.master, 65536)  # type: ignore[attr-defined]
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        term.seen += data.decode(errors="replace")  # type: ignore[attr-defined]
+    return term.seen  # type: ignore[attr-defined]
 
 
 def _no_color() -> dict[str, str]:
