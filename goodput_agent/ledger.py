@@ -224,6 +224,19 @@ class Ledger:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
+    def evidence_rows(self, inv_id: str, ids: list[int]) -> list[dict[str, Any]]:
+        """This investigation's evidence rows with these ids, in id order."""
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        return self.rows(f"SELECT * FROM evidence WHERE investigation_id = ? AND id IN ({marks}) "
+                         "ORDER BY id", [inv_id, *ids])
+
+    def actions_of(self, inv_id: str) -> list[dict[str, Any]]:
+        """This investigation's proposed actions, in the order they were recorded."""
+        return self.rows("SELECT * FROM actions WHERE investigation_id = ? ORDER BY id",
+                         [inv_id])
+
     def investigations(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.rows(
             "SELECT i.id, i.created_at, i.kind, i.question, i.target, i.planner, "
