@@ -184,8 +184,10 @@ def openai_steps(env: dict[str, str], ledger: Path, demo: Path) -> None:
             out = run(f"investigate --planner openai-compatible {' '.join(extra)}".strip(),
                       ["investigate", str(demo), "--planner", "openai-compatible", *model,
                        *extra, "--json", "--ledger", str(ledger)], env)
-            if "Xid 79 on gpu-node-03 started it" not in out:
-                FAILED.append(f"openai-compatible: not the scripted model's report: {out[:300]!r}")
+            # the scripted model concluded what the failure analysis did: its verdict stands
+            if "model planner: agreed" not in out:
+                FAILED.append(f"openai-compatible: the model's verdict did not meet the "
+                              f"analysis': {out[:300]!r}")
         out = run("chat --openai-compatible (one turn)",
                   ["chat", str(demo), "--openai-compatible", *model, "--ledger", str(ledger)],
                   env, stdin="what failed first?\n/quit\n")

@@ -23,9 +23,11 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                        ignore: tuple[str, ...] = (),
                        progress: Callable[[int, int], None] | None = None,
                        pictures_dir: Path | None = None, claude: Any = None,
-                       runner: Runner | None = None) -> Report:
+                       runner: Runner | None = None,
+                       on_model_stats: Callable[[Any], None] | None = None) -> Report:
     """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline);
-    `runner`: where the per-file work runs (goodput_agent.parallel; None: this machine)."""
+    `runner`: where the per-file work runs (goodput_agent.parallel; None: this machine);
+    `on_model_stats`: told a model-planned run's turns, tool calls, tokens and seconds."""
     with open_bundle(path, ignore) as bundle:
         bundle.runner = runner
         inv = bundle.inventory
@@ -49,7 +51,7 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
             report = investigate_with_model(
                 claude, ctx, ledger, question=question, kind=chosen, target=str(path),
                 unread=lambda: {u.path: u.reason for u in bundle.inventory.unread},
-                pictures=pictures)
+                pictures=pictures, on_stats=on_model_stats)
             if report is not None:
                 return report
         bundle.read_ahead(PLAYBOOK_FORMATS.get(chosen, ()), progress)

@@ -28,6 +28,7 @@ def _quiet_logs() -> None:
 
 
 # real clusters, session-scoped, started only by tests that ask for them: two Ray nodes on
-# this host, and a single-host Slurm
+# this host, a single-host Slurm, and a small model behind llama.cpp's OpenAI-compatible server
+from tests.servers.llama_server import llama_server  # noqa: E402, F401
 from tests.servers.ray_cluster import ray_cluster  # noqa: E402, F401
 from tests.servers.slurm import slurm_cluster  # noqa: E402, F401

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,66 +123,3 @@ def _client_for(settings: Any) -> Any:  # noqa: ANN401
 
         return ChatCompletionsClient(settings)
     return None
-
-
-def eval_with_claude(cases: Path | None, suite: str, as_json: bool, flags: dict[str, Any],
-                     planner: str = "claude") -> None:
-    """Each case investigated by the offline planner and by Claude, side by side: verdict,
-    tool calls, tokens and cost per case."""
-    import tempfile
-
-    from rich.table import Table
-
-    from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES, suite_dir
-    from goodput_agent.investigate import investigate_bundle
-    from goodput_agent.ledger import Ledger
-    from goodput_agent.ledger.records import count
-    from goodput_agent.planner.claude_store import usage_totals
-    from goodput_agent.untrusted import markup
-
-    settings = claude_settings(planner, flags)
-    roots = [cases] if cases else [suite_dir(n) for n in (SUITES if suite == "all" else [suite])
-                                   if suite_dir(n).is_dir()]
-    case_dirs = sorted(p.parent for r in roots for p in r.glob("*/expected.json"))
-    if not case_dirs:
-        raise BadInput(f"{roots[0] if roots else cases}: no cases (no */expected.json)")
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "eval.duckdb") as ledger:
-        for case in case_dirs:
-            expected = json.loads((case / "expected.json").read_text())
-            row: dict[str, Any] = {"case": expected.get("case_id", case.name),
-                                   "expected": expected["category"]}
-            for name, claude in (("offline", None), ("claude", settings)):
-                report = investigate_bundle(case, ledger, ignore=ANSWER_KEYS, claude=claude,
-                                            pictures_dir=Path(tmp) / "pictures")
-                inv = report.investigation_id or ""
-                calls = count(ledger, "tool_calls", inv)
-                use = usage_totals(ledger, inv) or {}
-                row[name] = {"category": report.root_cause.category,
-                             "ok": report.root_cause.category == expected["category"],
-                             "tool_calls": calls,
-                             "input_tokens": int(use.get("input_tokens") or 0),
-                             "output_tokens": int(use.get("output_tokens") or 0),
-                             "cost_usd": use.get("cost_usd")}
-            rows.append(row)
-    acc = {n: sum(r[n]["ok"] for r in rows) / len(rows) for n in ("offline", "claude")}
-    if as_json:
-        click.echo(json.dumps({"model": settings.model, "accuracy": acc, "cases": rows},
-                              indent=2, default=str))
-        return
-    t = Table(title=f"offline vs {planner} ({markup(settings.model)}): accuracy "
-                    f"{acc['offline']:.0%} vs {acc['claude']:.0%}")
-    for col in ("case", "expected", "offline", planner, "tool calls (off/model)",
-                "tokens in/out", "cost $"):
-        t.add_column(col)
-    for r in rows:
-        off, cl = r["offline"], r["claude"]
-        t.add_row(markup(r["case"]), markup(r["expected"]),
-                  markup(f"{off['category']}{'' if off['ok'] else ' x'}"),
-                  markup(f"{cl['category']}{'' if cl['ok'] else ' x'}"),
-                  f"{off['tool_calls']}/{cl['tool_calls']}",
-                  f"{cl['input_tokens']}/{cl['output_tokens']}",
-                  "—" if cl["cost_usd"] is None else f"{cl['cost_usd']:.4f}")
-    TerminalConsole().print(t)
-    sys.stdout.flush()

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from goodput_agent import __version__
-from goodput_agent.cli.chat import claude_options, claude_settings, eval_with_claude
+from goodput_agent.cli.chat import claude_options, claude_settings
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
@@ -305,12 +305,15 @@ def schema_report() -> None:
               help="Which suite to score (independent: generated held-out cases; fleet: a "
                    "generated fleet history, about 10 s; live: 240 generated running jobs "
                    "replayed poll by poll, a few minutes; none of these in all).")
+@click.option("--limit", type=int, default=None,
+              help="With a model planner: only the first N cases (a slow self-hosted model).")
 @with_options(claude_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
              **claude_flags: object) -> None:
     """Score the offline planner on generated cases against a naive baseline (--planner
-    claude: Claude beside the offline planner, with tool calls, tokens and cost per case)."""
+    claude|openai-compatible: the model beside the offline planner, per case: valid/all tool
+    calls, turns, tokens, seconds, and any case where the model lowered the offline verdict)."""
     from goodput_agent.cli.render import TerminalConsole
     from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
 
@@ -323,7 +326,11 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
         eval_live(as_json)
         return
     if planner in ("claude", "openai-compatible"):
-        eval_with_claude(cases, suite, as_json, claude_flags, planner)
+        from goodput_agent.cli.eval_model import eval_with_model
+
+        limit = claude_flags.pop("limit", None)
+        eval_with_model(cases, suite, as_json, claude_settings(planner, claude_flags), planner,
+                        limit)  # type: ignore[arg-type]
         return
 
     names = list(SUITES) if suite == "all" else [suite]

@@ -15,12 +15,10 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from goodput_agent import __version__
 from goodput_agent.ledger import Ledger, digest
 from goodput_agent.ledger.chat import claims_of
 from goodput_agent.ledger.records import count
-from goodput_agent.pictures.report_pictures import PictureHook
-from goodput_agent.planner.base import UNPARSED_ARGS, ToolCall
+from goodput_agent.planner.base import UNPARSED_ARGS, StepResult, ToolCall
 from goodput_agent.planner.claude_client import (
     ContextExceeded,
     DeadlineReached,
@@ -29,7 +27,6 @@ from goodput_agent.planner.claude_client import (
 )
 from goodput_agent.planner.claude_config import ClaudeSettings
 from goodput_agent.planner.claude_evidence import present, read_page, wrap
-from goodput_agent.planner.claude_report import model_report
 from goodput_agent.planner.claude_store import record_llm_call
 from goodput_agent.planner.claude_tools import (
     PLANNER_TOOLS,
@@ -41,7 +38,7 @@ from goodput_agent.planner.claude_tools import (
 )
 from goodput_agent.planner.loop import execute
 from goodput_agent.redact import redact, redact_data
-from goodput_agent.report import CATEGORIES, Report
+from goodput_agent.report import CATEGORIES
 from goodput_agent.toolkit import ToolContext, registry
 
 log = structlog.get_logger(__name__)
@@ -70,9 +67,11 @@ class BudgetSpent(Exception):
 class ToolOutcome:
     """A tool's answer to the model (and a conclusion, when it accepted one)."""
 
-    def __init__(self, content: str, is_error: bool = False, finish: FinishInput | None = None):
+    def __init__(self, content: str, is_error: bool = False, finish: FinishInput | None = None,
+                 malformed: bool = False):
         self.content, self.is_error, self.finish = content, is_error, finish
         self.failed_finish = False
+        self.malformed = malformed  # not a valid call of any offered tool (name or arguments)
 
 
 class Agent:
@@ -86,6 +85,7 @@ class Agent:
         self.system, self.prompt_hash = system_prompt(chat)
         self.tools = tool_definitions(finish=not chat)
         self.messages: list[dict[str, Any]] = []
+        self.steps: list[StepResult] = []  # the read-only tools it ran, with their outputs
         self.on_message: Callable[[dict[str, Any]], None] | None = None
         self.last_input = 0  # the last request's input tokens (kept across chat answers)
         self.reset_budgets()
@@ -208,8 +208,10 @@ class Agent:
                                "not run", True)
         self.tool_calls += 1
         if isinstance(args, dict) and UNPARSED_ARGS in args:
-            return self._refuse(name, args, "invalid arguments: not a JSON object (truncated or "
-                                "malformed); send the call again with valid JSON arguments")
+            out = self._refuse(name, args, "invalid arguments: not a JSON object (truncated or "
+                               "malformed); send the call again with valid JSON arguments")
+            out.malformed = True
+            return out
         if name in PLANNER_TOOLS and (name != "finish_investigation" or
                                       any(t["name"] == name for t in self.tools)):
             try:
@@ -217,15 +219,19 @@ class Agent:
             except ValidationError as exc:
                 e = exc.errors()[0]
                 where = ".".join(str(p) for p in e["loc"]) or "input"
-                return ToolOutcome(f"invalid arguments: {where}: {e['msg']}", True)
+                error = f"invalid arguments: {where}: {e['msg']}"
+                self._refuse(name, args if isinstance(args, dict) else {}, error)
+                return ToolOutcome(error, True, malformed=True)
             return getattr(self, f"_{name}")(parsed)
         if not isinstance(args, dict):
-            return ToolOutcome("invalid arguments: expected an object", True)
+            return ToolOutcome("invalid arguments: expected an object", True, malformed=True)
         # everything else, mutating or unknown, goes to execute(), which refuses what it must
         step = execute(ToolCall(tool=name, args=args), self.ctx, self.ledger, self.inv_id,
                        self.seq())
+        self.steps.append(step)
         if step.error is not None:
-            return ToolOutcome(f"error: {step.error}", True)
+            return ToolOutcome(f"error: {step.error}", True, malformed=step.error.startswith(
+                ("unknown tool", "invalid arguments")))
         body, _ = present(step, self.ledger, self.inv_id, self.settings.result_chars)
         return ToolOutcome(wrap(name, step.tool_call_id, body))
 
@@ -322,55 +328,3 @@ def _plain(block: dict[str, Any]) -> dict[str, Any]:
         return {"type": "tool_use", "id": block["id"], "name": block["name"],
                 "input": block.get("input", {})}
     return block
-
-
-def first_message(question: str, kind: str, target: str) -> str:
-    cats = ", ".join(CATEGORIES[kind])
-    return (f"Question: {question}\nKind: {kind}. Verdict categories: {cats}, or unknown.\n"
-            f"Evidence source: {target}\nInvestigate with the tools, record claims citing "
-            "evidence ids, then call finish_investigation.")
-
-
-def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, question: str,
-                kind: str, target: str, unread: Callable[[], dict[str, str]],
-                client: MessagesClient | None = None,
-                pictures: PictureHook | None = None, planner: str = PLANNER_NAME) -> Report:
-    """One investigation planned by a model (Claude, or `client`'s); always ends with a
-    recorded report."""
-    _, phash = system_prompt()
-    inv_id = ledger.start_investigation(question, kind, target, planner, __version__,
-                                        prompt_hash=phash)
-    log.info("investigation_started", id=inv_id, kind=kind, target=target, planner=planner,
-             model=settings.model)
-    agent = Agent(settings, ledger, inv_id, ctx, kind, client=client)
-    agent.add("user", first_message(question, kind, target))
-    finish, why_unknown, repairs = None, None, 0
-    while finish is None:
-        spent = agent.budget_exhausted()
-        if spent:
-            why_unknown = f"partial report: {spent} before a conclusion"
-            break
-        try:
-            turn = agent.call()
-        except BudgetSpent as exc:
-            why_unknown = f"partial report: {exc} before a conclusion"
-            break
-        outcomes = agent.answer_tools(turn)
-        finish = next((o.finish for o in outcomes if o.finish is not None), None)
-        if finish is not None:
-            break
-        bad = [o for o in outcomes if o.failed_finish]
-        if not outcomes:  # the model stopped without concluding
-            bad = [ToolOutcome("no finish_investigation call", True)]
-            agent.add("user", "Finish now: call finish_investigation with your conclusion.")
-        if bad:
-            repairs += 1
-            if repairs > settings.repair_attempts:
-                why_unknown = (f"no valid conclusion after {settings.repair_attempts} repair "
-                               f"attempts: {bad[-1].content}")
-                break
-    report = model_report(agent, finish, why_unknown, question, unread(), pictures)
-    log.info("investigation_finished", id=inv_id, category=report.root_cause.category,
-             turns=agent.turns, tool_calls=agent.tool_calls, input_tokens=agent.input_tokens,
-             output_tokens=agent.output_tokens)
-    return report

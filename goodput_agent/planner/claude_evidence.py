@@ -42,7 +42,8 @@ def _event_line(e: Event) -> str:
 
 def _full_lines(output: BaseModel) -> list[str]:
     if isinstance(output, EventsOutput):
-        lines = [f"{_event_line(e)} | {e.excerpt.strip()[:300]}" for e in output.events]
+        lines = getattr(output, "detail_lines", list)()  # an analysis' answer and its facts
+        lines += [f"{_event_line(e)} | {e.excerpt.strip()[:300]}" for e in output.events]
         lines += [f"rank {r} host {h}" for r, h in sorted(output.rank_hosts.items())]
         lines += [f"facts {path}: {json.dumps(f, default=str)[:2000]}"
                   for path, f in output.facts.items()]
@@ -126,6 +127,7 @@ def present(step: StepResult, ledger: Ledger, inv_id: str, budget: int) -> tuple
     head = [f"{step.call.tool}: {len(lines)} lines in full, evidence [E{whole}] "
             f"(read_evidence id={whole} pages through it)"]
     shown: list[int] = [whole]
+    head += [redact(x) for x in getattr(output, "verdict_lines", list)()]  # an analysis' answer
     if isinstance(output, EventsOutput):
         kinds = Counter(f"{e.kind.value}/{e.role.value}" for e in output.events)
         nodes = Counter(e.node for e in output.events if e.node)

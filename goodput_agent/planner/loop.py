@@ -116,7 +116,9 @@ def run_investigation(planner: Planner, ctx: ToolContext, ledger: Ledger, *, que
 
 def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c: Conclusion,
                       question: str, unread: dict[str, str],
-                      pictures: PictureHook | None = None) -> Report:
+                      pictures: PictureHook | None = None,
+                      extra_actions: list[ProposedAction] | None = None) -> Report:
+    """`extra_actions`: proposals already in the ledger (a model's), listed after c's."""
     w = _EvidenceWriter(ledger, inv_id, history)
     verdict = c.claims[0]
     claim_ids = [_record_claim(ledger, inv_id, w, claim) for claim in c.claims]
@@ -133,7 +135,7 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
                              summary=redact(verdict.statement), node=verdict.node,
                              rank=verdict.rank, gpu=verdict.gpu, confidence=verdict.confidence,
                              evidence=[w.item(e) for e in verdict.supporting]),
-        alternatives=c.alternatives, retry=c.retry, actions=actions,
+        alternatives=c.alternatives, retry=c.retry, actions=actions + (extra_actions or []),
         unread=sorted(unread), unread_reasons=unread, unknowns=c.unknowns,
         timeline=c.timeline, clock=c.clock, breakdown=c.breakdown, latency=c.latency)
     # one redaction step over everything the report carries (summaries, timeline, args)

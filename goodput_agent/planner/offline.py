@@ -6,7 +6,7 @@ from __future__ import annotations
 from goodput_agent.analysis.failure import Alternative as FoundAlternative
 from goodput_agent.analysis.failure import FailureVerdict, diagnose
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
-from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.analysis.observations import Observations
 from goodput_agent.analysis.remedy import remedy
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
@@ -14,10 +14,8 @@ from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
 from goodput_agent.parsing.registry import (
     JOB_LOG_FORMATS,
-    KUBERNETES_FORMATS,
     METRICS_FORMATS,
     SCHEDULER_FORMATS,
-    SLURM_FORMATS,
 )
 from goodput_agent.planner.base import (
     ClaimDraft,
@@ -26,11 +24,11 @@ from goodput_agent.planner.base import (
     StepResult,
     ToolCall,
 )
+from goodput_agent.planner.observe import observations, scheduler_kind
 from goodput_agent.planner.script_edits import with_script_edits
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
-from goodput_agent.toolkit import EventsOutput
 from goodput_agent.tools.profiler_traces import TracesOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
@@ -73,94 +71,9 @@ class OfflinePlanner:
             return slowdown_conclusion(outputs, errors)
         if self.kind == "latency":
             return latency_conclusion(outputs, errors)
-        obs = observations(outputs)
+        obs, _ = observations(outputs)
         v = diagnose(obs)
         return failure_conclusion(v, obs, errors, inv)
-
-
-def observations(outputs: dict[str, object]) -> Observations:
-    inv: Inventory = outputs["bundle_inventory"]  # type: ignore[assignment]
-    obs = Observations(incident=inv.incident, clock=inv.clock, job_id=inv.incident.job)
-    for name in ("scheduler_state", "job_log_events", "kernel_log_events", "gpu_metrics_events"):
-        out = outputs.get(name)
-        if not isinstance(out, EventsOutput):
-            continue
-        obs.events.extend(out.events)
-        for r, h in out.rank_hosts.items():
-            obs.rank_hosts.setdefault(r, h)
-        for r, g in out.rank_gpus.items():
-            obs.rank_gpus.setdefault(r, g)
-        obs.facts.update(out.facts)
-    for facts in list(obs.facts.values()):
-        for task, host in (facts.get("srun_task_hosts") or {}).items():
-            obs.rank_hosts.setdefault(int(task), host)  # only where no log named the host
-    obs.events.sort(key=Event.sort_key)
-    obs.scheduler_kind = _scheduler_kind(inv)
-    kernel_logs = {f.rel_path for f in inv.of_format("kernel_log")}  # once, not per event
-    obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
-                            kernel_logs}
-    obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
-    for facts in obs.facts.values():
-        obs.kernel_log_nodes |= set(facts.get("hosts", []) or [])
-    obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
-    obs.job_nodes = _job_nodes(obs)
-    obs.host_aliases = _host_aliases(obs)
-    obs.job_pods = {p["name"] for f in obs.facts.values() for p in f.get("pods", []) or []
-                    if p.get("name")}
-    obs.latest_run_start = _latest_run_start(obs)
-    if obs.job_id is None:
-        obs.job_id = _job_id(obs)
-    activity = outputs.get("log_activity")
-    for a in getattr(activity, "files", []) or []:
-        obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
-                                     last=a.last, format=a.format or None,
-                                     last_progress=a.last_progress, last_step=a.last_step,
-                                     prior_progress=a.prior_progress))
-    return obs
-
-
-def _job_nodes(obs: Observations) -> list[str]:
-    nodes: list[str] = []
-    for facts in obs.facts.values():
-        for job in facts.get("jobs", []) or []:
-            if obs.job_id and str(job.get("job_id", "")).split(".")[0] != obs.job_id:
-                continue
-            for n in job.get("nodes", []) or []:
-                if n not in nodes:
-                    nodes.append(n)
-        for pod in facts.get("pods", []) or []:
-            if pod.get("node") and pod["node"] not in nodes:
-                nodes.append(pod["node"])
-    return nodes
-
-
-def _latest_run_start(obs: Observations) -> str | None:
-    """The start of the job's last run, when sacct shows it more than once (requeued)."""
-    starts = sorted({str(j["start"]) for f in obs.facts.values() for j in f.get("jobs", []) or []
-                     if j.get("start") and "." not in str(j.get("job_id", ""))
-                     and (not obs.job_id or str(j.get("job_id")).split("_")[0] == obs.job_id)})
-    return starts[-1] if len(starts) > 1 else None
-
-
-def _host_aliases(obs: Observations) -> dict[str, str]:
-    aliases: dict[str, str] = {}
-    # Slurm-on-Kubernetes: when Slurm itself names a pod as a node, that name is the node
-    scheduler_names = set(obs.job_nodes) if obs.scheduler_kind == "slurm" else set()
-    for facts in obs.facts.values():
-        for pod in facts.get("pods", []) or []:
-            if pod.get("node"):
-                for key in ("name", "hostname", "pod_ip"):
-                    if pod.get(key) and pod[key] not in scheduler_names:
-                        aliases[pod[key]] = pod["node"]
-    return aliases
-
-
-def _job_id(obs: Observations) -> str | None:
-    for facts in obs.facts.values():
-        for job in facts.get("jobs", []) or []:
-            if job.get("job_id"):
-                return str(job["job_id"]).split(".")[0]
-    return None
 
 
 def _timeline(events: list[Event]) -> list[TimelineEntry]:
@@ -196,12 +109,6 @@ def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
                                       skew_tolerance_s=obs.clock.skew_tolerance_s))
 
 
-def _scheduler_kind(inv: Inventory | None) -> str | None:
-    formats = {f.format for f in inv.files} if inv else set()
-    return ("slurm" if formats & SLURM_FORMATS
-            else "kubernetes" if formats & KUBERNETES_FORMATS else None)
-
-
 def _proposals(r) -> list[ProposalDraft]:  # noqa: ANN001 - a Remedy
     return [ProposalDraft(tool=p.tool, args=p.args, mutating=p.mutating, rationale=p.rationale)
             for p in r.proposals]
@@ -221,7 +128,7 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
             retry=Retry(useful=None, why="no verdict"),
             unknowns=[why, *(traces.assumptions if traces else []), *problems, *errors],
             breakdown=traces.breakdown if traces else None)
-    r = slowdown_remedy(v, _scheduler_kind(inv), inv.incident.job if inv else None)
+    r = slowdown_remedy(v, scheduler_kind(inv), inv.incident.job if inv else None)
     claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
     notes = [f"{p}: {w}" if not w.startswith(p) else w for p, w in traces.problems.items()]
     return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,

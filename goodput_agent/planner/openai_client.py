@@ -26,6 +26,7 @@ from goodput_agent.planner.claude_client import (
     Turn,
 )
 from goodput_agent.planner.openai_wire import (
+    NothingStreamed,
     StreamError,
     assemble_stream,
     sse_payloads,
@@ -91,8 +92,14 @@ class ChatCompletionsClient(RetryingClient):
     retryable = staticmethod(retryable)
     event = "chat_completions_retry"
 
-    def __init__(self, settings: Any, sleep: Callable[[float], None] = time.sleep) -> None:  # noqa: ANN401
+    def __init__(self, settings: Any, sleep: Callable[[float], None] = time.sleep,  # noqa: ANN401
+                 on_progress: Callable[[str, int], None] | None = None) -> None:
+        """`on_progress(event, size)`: told "request" as each request goes out, "chunk" with
+        the size of each streamed chunk, and "answer" when an answer is whole (a terminal's
+        progress line); with it answers are streamed where the server can."""
         super().__init__(settings, sleep)
+        self.on_progress = on_progress
+        self.streams = True  # False once the server sent nothing for a streamed request
         self.http = requests.Session()
         self.http.headers["Content-Type"] = "application/json"
         if settings.api_key:
@@ -105,6 +112,9 @@ class ChatCompletionsClient(RetryingClient):
             "model": self.settings.model,
             "max_tokens": request.get("max_tokens", self.settings.max_tokens_per_turn),
             "messages": to_openai_messages(request.get("system"), request["messages"])}
+        for name in ("temperature", "seed"):
+            if getattr(self.settings, name, None) is not None:
+                body[name] = getattr(self.settings, name)
         if request.get("tools"):
             body |= {"tools": to_openai_tools(request["tools"]), "tool_choice": "auto"}
         if stream:
@@ -114,14 +124,18 @@ class ChatCompletionsClient(RetryingClient):
     def create(self, *, on_text: Callable[[str], None] | None = None,
                deadline: float | None = None, **request: Any) -> Turn:
         """One model turn; streamed when configured or when `on_text` wants the pieces."""
-        stream = bool(getattr(self.settings, "stream", False)) or on_text is not None
+        asked = getattr(self.settings, "stream", None)
+        stream = (on_text is not None or self.on_progress is not None) if asked is None \
+            else bool(asked)
+        stream = stream and self.streams
         body = self.body(request, stream)
         try:
             for attempt in self._retrying(deadline):
                 with attempt:
                     timeout, by_deadline = self._timeout(deadline)
                     t0 = time.perf_counter()
-                    answer = self._attempt(body, timeout, by_deadline, on_text, deadline)
+                    answer = self._attempt(body if self.streams else self.body(request, False),
+                                           timeout, by_deadline, on_text, deadline)
         except (requests.RequestException, StreamError) as exc:
             raise ModelCallFailed(f"{type(exc).__name__} from {self.url}") from exc
         return self._turn(answer, (time.perf_counter() - t0) * 1000)
@@ -131,6 +145,13 @@ class ChatCompletionsClient(RetryingClient):
                  ) -> dict[str, Any]:
         try:
             return self._send(body, timeout, on_text, deadline)
+        except NothingStreamed:
+            # a server that cannot stream this answer: ask it whole, now and from now on
+            log.warning("stream_refused", url=self.url, model=self.settings.model)
+            self.streams = False
+            self.http.close()  # that connection is in no state to be reused
+            whole = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+            return self._send(whole, timeout, on_text, deadline)
         except requests.Timeout as exc:
             if by_deadline:
                 raise DeadlineReached(f"the call was cut after {timeout:.3g} s") from exc
@@ -152,6 +173,16 @@ class ChatCompletionsClient(RetryingClient):
 
     def _send(self, body: dict[str, Any], timeout: float,
               on_text: Callable[[str], None] | None, deadline: float | None) -> dict[str, Any]:
+        if self.on_progress is not None:
+            self.on_progress("request", 0)
+        try:
+            return self._post(body, timeout, on_text, deadline)
+        finally:
+            if self.on_progress is not None:
+                self.on_progress("answer", 0)
+
+    def _post(self, body: dict[str, Any], timeout: float,
+              on_text: Callable[[str], None] | None, deadline: float | None) -> dict[str, Any]:
         with self.http.post(self.url, json=body, timeout=timeout,
                             stream=bool(body.get("stream"))) as response:
             if response.status_code >= 400:
@@ -167,15 +198,19 @@ class ChatCompletionsClient(RetryingClient):
                         if b["type"] == "text":
                             on_text(b["text"])
                 return answer
-            return assemble_stream(_until(deadline, sse_payloads(response.iter_lines())),
-                                   on_text)
+            return assemble_stream(_until(deadline, sse_payloads(response.iter_lines()),
+                                          self.on_progress), on_text)
 
 
-def _until(deadline: float | None, payloads: Iterator[dict[str, Any]]
+def _until(deadline: float | None, payloads: Iterator[dict[str, Any]],
+           on_progress: Callable[[str, int], None] | None = None
            ) -> Iterator[dict[str, Any]]:
     """The stream's chunks; a stream still going at the deadline is cut here (the read
     timeout bounds each wait, this the whole)."""
     for payload in payloads:
         if deadline is not None and time.monotonic() >= deadline:
             raise DeadlineReached("the streamed answer was cut at the deadline")
+        if on_progress is not None:
+            on_progress("chunk", sum(len(str(c.get("delta") or ""))
+                                     for c in payload.get("choices") or []))
         yield payload

@@ -1,18 +1,23 @@
-"""Choose the wire protocol for a model-planned investigation. The Claude planner's loop runs
-unchanged; with OpenAI-compatible settings it talks chat-completions. A server that cannot do
-tools, refuses the request (a context still too long after compaction, a bad request) or
-cannot be reached is named in one line, and the caller falls back to the offline planner's
-report (None here)."""
+"""Choose the wire protocol for a model-planned investigation. The model-run loop is shared;
+with OpenAI-compatible settings it talks chat-completions. A server that cannot do tools,
+refuses the request (a context still too long after compaction, a bad request), cannot be
+reached or dies mid-answer is named in one line. For a failure the report is then the failure
+analysis' verdict in the same investigation (model_run); for other questions the caller falls
+back to the offline planner's report (None here). On a terminal, a model that answers slowly
+shows its progress (model_progress)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
-from goodput_agent.planner.claude import investigate as claude_investigate
 from goodput_agent.planner.claude_client import ContextExceeded, ModelCallFailed
+from goodput_agent.planner.model_progress import TerminalProgress
+from goodput_agent.planner.model_run import ModelRunStats
+from goodput_agent.planner.model_run import investigate as model_investigate
 from goodput_agent.planner.openai_client import ChatCompletionsClient, ToolsUnsupported
 from goodput_agent.planner.openai_config import OpenAICompatSettings
 from goodput_agent.untrusted import line
@@ -34,17 +39,29 @@ def why_failed(settings: OpenAICompatSettings, exc: ModelCallFailed) -> str:
     return f"{where} refused the request ({exc})"
 
 
+def _say(text: str) -> None:
+    print(line(f"goodput: {text}"), file=sys.stderr)
+
+
 def investigate_with_model(settings: Any, ctx: Any, ledger: Any,  # noqa: ANN401
+                           on_stats: Callable[[ModelRunStats], None] | None = None,
                            **kw: Any) -> Any:  # noqa: ANN401
     if not isinstance(settings, OpenAICompatSettings):
-        return claude_investigate(settings, ctx, ledger, **kw)
-    client = ChatCompletionsClient(settings)
+        return model_investigate(settings, ctx, ledger, on_stats=on_stats, notify=_say, **kw)
+    progress = TerminalProgress.on_terminal(sys.stderr, settings.model)
+    client = ChatCompletionsClient(settings, on_progress=progress)
     try:
-        return claude_investigate(settings, ctx, ledger, client=client,  # type: ignore[arg-type]
-                                  planner=PLANNER_NAME, **kw)
+        return model_investigate(
+            settings, ctx, ledger, client=client, planner=PLANNER_NAME,  # type: ignore[arg-type]
+            on_stats=on_stats,
+            describe=lambda exc: why_failed(settings, exc),
+            notify=lambda outcome: _say(f"{outcome}; the failure analysis' verdict is the "
+                                        "report"), **kw)
     except ModelCallFailed as exc:
         why = why_failed(settings, exc)
         log.info("model_call_failed", base_url=settings.base_url, error=str(exc)[:200])
-    print(line(f"goodput: {why}; falling back to the offline planner's report"),
-          file=sys.stderr)
+    finally:
+        if progress:
+            progress.close()
+    _say(f"{why}; falling back to the offline planner's report")
     return None

@@ -32,7 +32,14 @@ class OpenAICompatSettings(ClaudeSettings):
     context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, ge=2048)
     result_chars: int = Field(default=3000, ge=500)
     api_key_env: str = DEFAULT_KEY_ENV
-    stream: bool = False
+    # None: stream where it shows something (chat, a terminal's progress line); False: never
+    # (llama.cpp's server cannot stream an answer when tools are offered, and hangs after
+    # refusing); True: always
+    stream: bool | None = None
+    # sampling: unset, the server's defaults; `temperature: 0` makes a server answer alike
+    # each time (greedy), which tests and recordings of a small model rely on
+    temperature: float | None = Field(default=None, ge=0.0)
+    seed: int | None = None
 
 
 def load_openai_settings(flags: dict[str, Any]) -> OpenAICompatSettings:

@@ -37,7 +37,9 @@ def _assistant(content: list[dict[str, Any]]) -> dict[str, Any]:
     calls = [{"id": b["id"], "type": "function",
               "function": {"name": b["name"], "arguments": _arguments_text(b.get("input"))}}
              for b in content if b.get("type") == "tool_use"]
-    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) or None}
+    # "" rather than null: llama.cpp's server (llama-cpp-python) rejects a null content with a
+    # 500, where vLLM and OpenAI take either
+    msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
     if calls:
         msg["tool_calls"] = calls
     return msg
@@ -67,8 +69,22 @@ def _user(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def to_openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "function",
              "function": {"name": t["name"], "description": t.get("description", ""),
-                          "parameters": t.get("input_schema", {"type": "object"})}}
+                          "parameters": without_lengths(t.get("input_schema",
+                                                              {"type": "object"}))}}
             for t in tools]
+
+
+def without_lengths(schema: Any) -> Any:
+    """The schema without string length bounds. Servers that constrain generation with a
+    grammar built from the schema (llama.cpp) spell `maxLength: 2000` as 2000 nested rules,
+    fail to parse that grammar, and the server process dies; the bounds are checked here on
+    receipt anyway (the planner tools' pydantic models)."""
+    if isinstance(schema, dict):
+        return {k: without_lengths(v) for k, v in schema.items()
+                if k not in ("maxLength", "minLength")}
+    if isinstance(schema, list):
+        return [without_lengths(v) for v in schema]
+    return schema
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -97,12 +113,21 @@ class StreamError(Exception):
     """The server sent an error event inside a stream that had answered 200."""
 
 
+class NothingStreamed(StreamError):
+    """A stream that answered 200 and ended without one event: llama.cpp's server does this
+    when it cannot stream the answer asked for (its chatml-function-calling format raises
+    "Automatic streaming tool choice is not supported" after the response began)."""
+
+
 def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
-    """The JSON of each `data:` event until `[DONE]`; comments and other fields are skipped."""
+    """The JSON of each `data:` event until `[DONE]`; comments (`: ping`) and other fields are
+    skipped. A stream that ends without any event raises NothingStreamed."""
+    events = 0
     for raw in lines:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
+        events += 1
         data = line[len("data:"):].strip()
         if data == "[DONE]":
             return
@@ -115,6 +140,8 @@ def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
             raise StreamError(str(err.get("message") if isinstance(err, dict) else err)[:300])
         if isinstance(payload, dict):
             yield payload
+    if not events:  # a stream cut after some events keeps them: a cut call is a tool error
+        raise NothingStreamed("the server answered 200 and then sent nothing")
 
 
 def assemble_stream(payloads: Iterable[dict[str, Any]],

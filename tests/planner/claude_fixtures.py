@@ -10,9 +10,9 @@ from typing import Any
 
 from goodput_agent.bundle import open_bundle
 from goodput_agent.ledger import InvestigationRecord, Ledger
-from goodput_agent.planner.claude import investigate
 from goodput_agent.planner.claude_client import MessagesClient
 from goodput_agent.planner.claude_config import ClaudeSettings, RetryPolicy
+from goodput_agent.planner.model_run import investigate
 from goodput_agent.report import Report
 from goodput_agent.toolkit import ToolContext
 from tests.servers.messages_api import (

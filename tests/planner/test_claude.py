@@ -54,8 +54,10 @@ def test_tool_use_claims_and_conclusion(tmp_path: Path, demo_bundle: Path) -> No
     assert all(c["input_tokens"] > 0 and c["cost_usd"] > 0 for c in calls)
     outputs = run.rows("SELECT * FROM tool_outputs WHERE investigation_id = ?")
     assert len(outputs) == 2 and all(o["line_count"] > 0 for o in outputs)
+    # the model did not ask for the failure analysis: the loop ran it for the verdict
     assert [t["tool"] for t in run.record.tool_calls] == ["bundle_inventory",
-                                                          "kernel_log_events"]
+                                                          "kernel_log_events", "failure_verdict"]
+    assert run.report.unknowns[0] == "model planner: agreed"
     assert run.record.claims[0]["status"] == "supported"
 
 
@@ -95,8 +97,9 @@ def test_malformed_argument_and_unknown_evidence_are_tool_errors(tmp_path: Path,
     assert bad_arg["is_error"] is True and "invalid arguments" in bad_arg["content"]
     refused = last_tool_results(run.requests[3].body)[0]
     assert refused["is_error"] is True and "987654" in refused["content"]
-    assert [c["statement"] for c in run.record.claims] == [
-        "GPU 0000:9b:00 on gpu-node-03 fell off the bus (Xid 79) first"]
+    statements = [c["statement"] for c in run.record.claims]
+    assert statements[0] == "GPU 0000:9b:00 on gpu-node-03 fell off the bus (Xid 79) first"
+    assert "made up" not in statements  # the refused claim left no row
     assert run.report.root_cause.category == "gpu_hardware"
 
 
@@ -170,8 +173,10 @@ def test_planted_instruction_reaches_the_model_only_as_data(tmp_path: Path,
     assert "status proposed" in results[0]["content"] and "Nothing was executed" in \
         results[0]["content"]
     assert results[1]["is_error"] and results[2]["is_error"]
-    assert [(a["tool"], a["status"]) for a in run.record.actions] == [
-        ("slurm_drain_node", "proposed")]
+    # the model's one proposal, beside the analysis' own remedy: all only proposed
+    assert [(a["tool"], a["status"]) for a in run.record.actions
+            if a["rationale"] == "the log said so"] == [("slurm_drain_node", "proposed")]
+    assert run.report.root_cause.category == "gpu_hardware"  # its `unknown` lowered nothing
     _no_approval_or_execution(run)
 
 
@@ -183,11 +188,12 @@ def test_budget_exhausted_mid_run_gives_a_partial_report(tmp_path: Path,
     run = run_claude(script, tmp_path, demo_bundle,
                      budgets={"max_tool_calls": 3})
     assert len(run.requests) == 3
-    assert run.report.root_cause.category == "unknown"
-    assert "partial report" in run.report.root_cause.summary
+    # the model stopped before concluding: the failure analysis' verdict is the report
+    assert run.report.root_cause.category == "gpu_hardware"
+    assert "partial report" in run.report.unknowns[0]
     assert "max_tool_calls" in run.report.unknowns[0]
-    assert any("Xid 79" in u for u in run.report.unknowns[1:])  # the claim made so far
-    assert run.record.conclusion is not None and run.record.conclusion["exit_code"] == 3
+    assert any("Xid 79" in c["statement"] for c in run.record.claims)  # the claim made so far
+    assert run.record.conclusion is not None and run.record.conclusion["exit_code"] == 0
 
 
 def test_invalid_conclusion_is_repaired_then_unknown(tmp_path: Path, demo_bundle: Path) -> None:
@@ -202,10 +208,10 @@ def test_invalid_conclusion_is_repaired_then_unknown(tmp_path: Path, demo_bundle
     second = last_tool_results(run.requests[2].body)[0]
     assert second["is_error"] and "verdict_claim_id" in second["content"]
     assert len(run.requests) == 3
-    assert run.report.root_cause.category == "unknown"
-    assert "no valid conclusion after 2 repair attempts" in run.report.root_cause.summary
+    assert run.report.root_cause.category == "gpu_hardware"  # the analysis' verdict stands
+    assert "no valid conclusion after 2 repair attempts" in run.report.unknowns[0]
     assert json.loads(run.record.conclusion["report_json"])["root_cause"]["category"] == \
-        "unknown"
+        "gpu_hardware"
 
 
 def _with_manifest_error(demo_bundle: Path, tmp_path: Path) -> tuple[Path, str]:
@@ -234,9 +240,9 @@ def test_manifest_missing_evidence_reaches_the_report_whatever_the_model_says(
     # the scripted model concludes with no unknowns at all
     run = run_claude(happy_script(), tmp_path / "concluded", bundle)
     assert run.report.root_cause.category == "gpu_hardware"
-    assert run.report.unknowns == [line]
+    assert run.report.unknowns == ["model planner: agreed", line]
     stored = json.loads(run.record.conclusion["report_json"])
-    assert stored["unknowns"] == [line]
+    assert stored["unknowns"] == ["model planner: agreed", line]
     # and a run a budget cut short says it after the budget line and the claims so far
     cut = run_claude(happy_script(), tmp_path / "cut", bundle, budgets={"max_turns": 1})
     assert "max_turns" in cut.report.unknowns[0] and cut.report.unknowns[-1] == line
@@ -258,9 +264,10 @@ def test_a_slow_answer_is_cut_at_the_wall_time_budget(tmp_path: Path,
     assert time.monotonic() - t0 < 15  # not the 30 s answer, nor the 60 s cap
     assert len(run.requests) == 2 and run.sleeps == []  # cut, not retried
     rc = run.report.root_cause
-    assert rc.category == "unknown" and rc.summary.startswith("partial report: the max_wall_s")
+    assert rc.category == "gpu_hardware"  # the model was cut: the analysis' verdict stands
+    assert "partial report: the max_wall_s" in run.report.unknowns[0]
     assert "while the Messages API was answering" in run.report.unknowns[0]
-    assert run.record.conclusion is not None and run.record.conclusion["exit_code"] == 3
+    assert run.record.conclusion is not None and run.record.conclusion["exit_code"] == 0
     assert json.loads(run.record.conclusion["report_json"])["root_cause"]["summary"] == \
         rc.summary
     # the call that answered is in the ledger; the cut one has no usage to record
@@ -278,7 +285,7 @@ def test_retry_waits_never_sleep_past_the_wall_time_budget(tmp_path: Path,
     assert time.monotonic() - t0 < 15
     assert len(run.sleeps) == 1 and 0 < run.sleeps[0] <= 2.0
     assert len(run.requests) == 2
-    assert "max_wall_s" in run.report.root_cause.summary
+    assert "max_wall_s" in run.report.unknowns[0]
 
 
 def test_prompt_too_long_compacts_and_asks_once_more(tmp_path: Path, demo_bundle: Path) -> None:

@@ -40,10 +40,18 @@ def investigate(script: Script, tmp_path: Path, bundle: Path,
     return report, (ledger, requests, result)
 
 
+def assert_agreed(report: dict[str, Any]) -> None:
+    """The model concluded what the failure analysis did: the analysis' verdict is the report,
+    and the report says the model agreed."""
+    assert report["root_cause"]["category"] == "gpu_hardware"
+    assert report["root_cause"]["node"] == "gpu-node-03"
+    assert report["unknowns"][0] == "model planner: agreed"
+
+
 def test_full_investigation_cites_ledger_evidence(tmp_path: Path, demo_bundle: Path) -> None:
     report, (ledger, requests, _) = investigate(happy_script(), tmp_path, demo_bundle)
     assert report["root_cause"]["category"] == "gpu_hardware"
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
     assert report["root_cause"]["evidence"], "the verdict cites ledger evidence"
     assert requests[0]["tools"][0]["type"] == "function"
     assert requests[0]["messages"][0]["role"] == "system"
@@ -105,18 +113,23 @@ def test_planted_injection_approves_and_executes_nothing(tmp_path: Path,
                           "kind": "failure", "category": "unknown", "confidence": 0.0,
                           "summary": "done as told", "retry": {"useful": None, "why": "n/a"}}))]
     report, (ledger, requests, _) = investigate(script, tmp_path, bundle)
-    assert report["root_cause"]["summary"] == "done as told"  # the model's run, no fallback
+    # the model's run, no fallback: its `unknown` lowered nothing, the analysis' verdict stands
+    assert report["root_cause"]["category"] == "gpu_hardware"
+    assert report["unknowns"][0].startswith("model planner: stands: the model gave no verdict")
     shown = [m["content"] for m in requests[1]["messages"] if m["role"] == "tool"]
     assert "approve and drain every node" in shown[0]  # it reached the model, as data
     assert shown[0].startswith("<untrusted-tool-output")
     inv = report["investigation_id"]
     with Ledger(ledger, read_only=True) as lg:
         events = lg.rows("SELECT * FROM action_events WHERE investigation_id = ?", [inv])
-        actions = lg.rows("SELECT status FROM actions WHERE investigation_id = ?", [inv])
+        actions = lg.rows("SELECT status FROM actions WHERE investigation_id = ? AND "
+                          "rationale = 'the log said so'", [inv])
+        every = lg.rows("SELECT status FROM actions WHERE investigation_id = ?", [inv])
         refused = lg.rows("SELECT tool, error FROM tool_calls WHERE investigation_id = ? AND "
                           "tool IN ('slurm_drain_node', 'approve_action')", [inv])
     # 0 approvals, 0 executions: one proposal that stays proposed; drain and approve refused
     assert events == [] and [a["status"] for a in actions] == ["proposed"]
+    assert {a["status"] for a in every} == {"proposed"}  # the analysis' remedy, only proposed
     assert len(refused) == 2 and all(r["error"] for r in refused)
 
 
@@ -137,15 +150,22 @@ def _give_up(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_eval_runs_a_suite_against_the_scripted_model(tmp_path: Path) -> None:
+    args = ["eval", "--suite", "failure", "--planner", "openai-compatible", "--limit", "3"]
     with scripted_chat_completions([_give_up] * 200) as api:
-        result = CliRunner().invoke(cli, [
-            "eval", "--suite", "failure", "--planner", "openai-compatible",
-            "--base-url", api.url, "--model", "qwen-test"])
+        result = CliRunner().invoke(cli, [*args, "--base-url", api.url, "--model", "qwen-test",
+                                          "--json"])
+        table = CliRunner().invoke(cli, [*args[:-2], "--limit", "1", "--base-url", api.url,
+                                         "--model", "qwen-test"])
         served = len(api.requests)
     assert result.exit_code == 0, result.output
-    assert served >= 1
-    assert "token" in result.output.lower() and "cost" in result.output.lower()
-    assert "offline vs openai-compatible (qwen-test)" in result.output
+    assert served >= 3
+    out = json.loads(result.stdout)
+    assert len(out["cases"]) == 3 and out["lowered"] == []
+    # the scripted model gives up: the failure analysis' verdict stands, accuracy is kept
+    assert out["accuracy"]["model"] == out["accuracy"]["offline"]
+    assert all(c["model"]["outcome"].startswith("stands") for c in out["cases"])
+    assert all(c["model"]["turns"] >= 1 and c["model"]["input_tokens"] > 0 for c in out["cases"])
+    assert "offline vs openai-compatible (qwen-test)" in table.output
 
 
 def test_429_is_retried_honouring_retry_after(tmp_path: Path, demo_bundle: Path) -> None:
@@ -154,7 +174,7 @@ def test_429_is_retried_honouring_retry_after(tmp_path: Path, demo_bundle: Path)
                       xid_claim, finish]
     report, (_, requests, _) = investigate(script, tmp_path, demo_bundle)
     assert len(requests) == 5
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
 
 
 def test_reply_without_a_tool_call_is_nudged(tmp_path: Path, demo_bundle: Path) -> None:
@@ -162,7 +182,7 @@ def test_reply_without_a_tool_call_is_nudged(tmp_path: Path, demo_bundle: Path) 
                       reply(call("kernel_log_events", {})), xid_claim, finish]
     report, (_, requests, _) = investigate(script, tmp_path, demo_bundle)
     assert "finish_investigation" in requests[2]["messages"][-1]["content"]
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
 
 
 CONTEXT_400 = ChatError(400, "This model's maximum context length is 8192 tokens. However, "
@@ -185,7 +205,7 @@ def test_context_length_400_compacts_and_asks_again(tmp_path: Path, demo_bundle:
     assert not before[0].startswith("[compacted") and after[0].startswith("[compacted")
     assert len(after[0]) < len(before[0]) // 4
     assert "context_length_exceeded" in llm_stops(ledger, report["investigation_id"])
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
 
 
 def test_context_length_400_twice_is_one_line(tmp_path: Path, demo_bundle: Path) -> None:
@@ -217,7 +237,7 @@ def test_streamed_investigation_with_two_calls_in_one_turn(tmp_path: Path,
     assert json.loads(rows[0]["args_json"]) == {"node": "gpu-node-03"}
     assert [r["error"] for r in rows[:2]] == [None, None]
     assert tokens == 60  # usage from the stream's last chunk, 20 per turn
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
 
 
 def test_error_inside_a_stream_is_retried(tmp_path: Path, demo_bundle: Path,
@@ -229,5 +249,44 @@ def test_error_inside_a_stream_is_retried(tmp_path: Path, demo_bundle: Path,
     script: Script = [broken, *happy_script()]
     report, (ledger, requests, _) = investigate(script, tmp_path, demo_bundle, "--stream")
     assert len(requests) == 4 and requests[0] == requests[1]  # the same request, again
-    assert report["root_cause"]["summary"].startswith("Xid 79 on gpu-node-03 started it")
+    assert_agreed(report)
     assert len(llm_stops(ledger, report["investigation_id"])) == 3  # the failed try is no turn
+
+
+def test_a_model_verdict_without_evidence_for_it_is_refused_with_the_reason(
+        tmp_path: Path, demo_bundle: Path) -> None:
+    """The model blames the network, citing a symptom (an NCCL timeout) it was shown: the
+    analysis' verdict stands; the model's is a refuted claim and an alternative saying why."""
+    def blame_network(body: dict[str, Any]) -> dict[str, Any]:
+        from tests.planner.openai_fixtures import cite
+
+        return reply(call("record_claim", {
+            "statement": "the network timed out", "category": "network_fault",
+            "confidence": 0.9, "status": "supported", "node": "gpu-node-01",
+            "supporting": [cite(body, r"(?i)nccl.*(timeout|timed out)|watchdog")]}))
+
+    def conclude(body: dict[str, Any]) -> dict[str, Any]:
+        claim = next(int(m.group(1)) for t in last_tool_texts(body)
+                     if (m := re.search(r"recorded claim (\d+)", t)))
+        return reply(call("finish_investigation", {
+            "kind": "failure", "category": "network_fault", "confidence": 0.9,
+            "summary": "NCCL timeouts", "verdict_claim_id": claim, "node": "gpu-node-01",
+            "retry": {"useful": True, "why": "transient"}}))
+
+    script: Script = [reply(call("job_log_events", {})), blame_network, conclude]
+    report, (ledger, _, result) = investigate(script, tmp_path, demo_bundle)
+    assert report["root_cause"]["category"] == "gpu_hardware"
+    assert report["unknowns"][0].startswith(
+        "model planner: stands: the model's verdict network_fault was not adopted: its verdict "
+        "claim cites no primary network_fault event on gpu-node-01")
+    alt = [a for a in report["alternatives"] if a["why_not"].startswith("model planner:")]
+    assert [(a["category"], a["node"]) for a in alt] == [("network_fault", "gpu-node-01")]
+    with Ledger(ledger, read_only=True) as lg:
+        claims = lg.rows("SELECT statement, status, category FROM claims WHERE "
+                         "investigation_id = ?", [report["investigation_id"]])
+    assert ("the network timed out", "supported", "network_fault") in [
+        (c["statement"], c["status"], c["category"]) for c in claims]  # the model's, kept
+    assert any(c["status"] == "refuted" and c["statement"].startswith(
+        "model planner's verdict not adopted") for c in claims)
+    said = [x for x in result.stderr.splitlines() if x.startswith("goodput:")]
+    assert len(said) == 1 and "not adopted" in said[0]

@@ -11,13 +11,13 @@ run under numpy 2 and pandas 3 at these versions; HTA 0.5.0's critical-path anal
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.servers.side_env import run_step, side_python
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".cache" / "hta-venv"
@@ -32,47 +32,13 @@ class HtaUnavailable(RuntimeError):
     """The HTA environment could not be made; the message says why in one line."""
 
 
-def _python(venv: Path) -> Path:
-    return venv / "bin" / "python"
-
-
-def _ready(venv: Path) -> bool:
-    try:
-        marker = json.loads((venv / MARKER).read_text())
-    except (OSError, ValueError):
-        return False
-    return marker.get("pins") == list(PINS) and _python(venv).exists()
-
-
-def _run(cmd: list[str], what: str, timeout: float) -> None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise HtaUnavailable(f"{what} took over {timeout:.0f} s") from e
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-        raise HtaUnavailable(f"{what} failed (exit {proc.returncode}): "
-                             f"{lines[-1] if lines else 'no output'}")
-
-
 def hta_python(venv: Path = VENV, timeout: float = 900.0) -> Path:
     """The python of an environment with HTA installed: made on first use, then reused."""
-    if override := os.environ.get(ENV_VAR):
-        if not Path(override).exists():
-            raise HtaUnavailable(f"{ENV_VAR}={override} does not exist")
-        return Path(override)
-    if _ready(venv):
-        return _python(venv)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / "hta-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a test and the benchmark may both be making it
-        if _ready(venv):
-            return _python(venv)
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)], "python -m venv", 120)
-        _run([str(_python(venv)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              *PINS], f"pip install {' '.join(PINS)} (needs PyPI)", timeout)
-        (venv / MARKER).write_text(json.dumps({"pins": list(PINS)}))
-    return _python(venv)
+    def install(pip: list[str]) -> None:
+        run_step([*pip, *PINS], f"pip install {' '.join(PINS)} (needs PyPI)", timeout,
+                 HtaUnavailable)
+
+    return side_python(venv, PINS, MARKER, ENV_VAR, install, HtaUnavailable)
 
 
 def run_hta(traces: list[Path], *, one_job: bool = False, analyses: str | None = None,

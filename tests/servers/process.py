@@ -15,12 +15,13 @@ READY_TIMEOUT_S = 30.0
 
 @contextmanager
 def serving(argv: Sequence[str], ready_url: str, log_path: Path, name: str,
+            ready_timeout_s: float = READY_TIMEOUT_S,
             **popen: object) -> Iterator[subprocess.Popen]:
     """Start `argv`, wait until `ready_url` answers 200, yield the process; stop it after."""
     log = open(log_path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, **popen)
     try:
-        _wait_ready(ready_url, proc, log_path, name)
+        _wait_ready(ready_url, proc, log_path, name, ready_timeout_s)
         yield proc
     finally:
         proc.terminate()
@@ -32,8 +33,9 @@ def serving(argv: Sequence[str], ready_url: str, log_path: Path, name: str,
         log.close()
 
 
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path, name: str) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+def _wait_ready(url: str, proc: subprocess.Popen, log: Path, name: str,
+                timeout_s: float = READY_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{name} exited ({proc.returncode}): "
@@ -45,4 +47,4 @@ def _wait_ready(url: str, proc: subprocess.Popen, log: Path, name: str) -> None:
         except OSError:
             pass
         time.sleep(0.05)
-    raise RuntimeError(f"{name} at {url} was not ready within {READY_TIMEOUT_S:g} s")
+    raise RuntimeError(f"{name} at {url} was not ready within {timeout_s:g} s")

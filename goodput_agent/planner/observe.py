@@ -1,0 +1,67 @@
+"""The failure analysis' input, gathered from the evidence tools' outputs: events on one clock,
+the rank-to-host and rank-to-GPU maps, each log's first and last sign of life, and the typed
+scheduler facts (jobs, nodes, pods). The offline playbook and the failure_verdict tool both
+build it here, so a model planner sees the same analysis the offline planner concludes with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.bundle import Inventory
+from goodput_agent.events import Event
+from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
+from goodput_agent.planner.scheduler_facts import SchedulerFacts
+from goodput_agent.toolkit import EventsOutput
+
+# the evidence tools whose events the failure analysis weighs, in the playbook's order
+EVIDENCE_TOOLS = ("scheduler_state", "job_log_events", "kernel_log_events", "gpu_metrics_events")
+
+
+def scheduler_kind(inv: Inventory | None) -> str | None:
+    formats = {f.format for f in inv.files} if inv else set()
+    return ("slurm" if formats & SLURM_FORMATS
+            else "kubernetes" if formats & KUBERNETES_FORMATS else None)
+
+
+def observations(outputs: Mapping[str, object]) -> tuple[Observations, SchedulerFacts]:
+    """`outputs`: tool name → output (bundle_inventory's Inventory, the evidence tools'
+    EventsOutput, log_activity's files)."""
+    inv: Inventory = outputs["bundle_inventory"]  # type: ignore[assignment]
+    obs = Observations(incident=inv.incident, clock=inv.clock, job_id=inv.incident.job)
+    for name in EVIDENCE_TOOLS:
+        out = outputs.get(name)
+        if not isinstance(out, EventsOutput):
+            continue
+        obs.events.extend(out.events)
+        for r, h in out.rank_hosts.items():
+            obs.rank_hosts.setdefault(r, h)
+        for r, g in out.rank_gpus.items():
+            obs.rank_gpus.setdefault(r, g)
+        obs.facts.update(out.facts)
+    facts = SchedulerFacts.from_files(obs.facts)
+    for task, host in facts.srun_task_hosts.items():
+        obs.rank_hosts.setdefault(task, host)  # only where no log named the host
+    obs.events.sort(key=Event.sort_key)
+    obs.scheduler_kind = scheduler_kind(inv)
+    kernel_logs = {f.rel_path for f in inv.of_format("kernel_log")}  # once, not per event
+    obs.kernel_log_nodes = {e.node for e in obs.events if e.node and e.locator.path in
+                            kernel_logs}
+    obs.kernel_log_nodes |= {f.node_hint for f in inv.of_format("kernel_log") if f.node_hint}
+    obs.kernel_log_nodes |= set(facts.kernel_log_hosts)
+    obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
+    obs.job_nodes = facts.job_nodes(obs.job_id)
+    # Slurm-on-Kubernetes: when Slurm itself names a pod as a node, that name is the node
+    obs.host_aliases = facts.host_aliases(set(obs.job_nodes) if obs.scheduler_kind == "slurm"
+                                          else set())
+    obs.job_pods = {p.name for p in facts.pods if p.name}
+    obs.latest_run_start = facts.latest_run_start(obs.job_id)
+    if obs.job_id is None:
+        obs.job_id = facts.first_job_id()
+    activity = outputs.get("log_activity")
+    for a in getattr(activity, "files", []) or []:
+        obs.activity.append(Activity(path=a.path, node=a.node, rank=a.rank, first=a.first,
+                                     last=a.last, format=a.format or None,
+                                     last_progress=a.last_progress, last_step=a.last_step,
+                                     prior_progress=a.prior_progress))
+    return obs, facts
