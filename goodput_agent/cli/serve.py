@@ -4,11 +4,13 @@ rank/node timeline picture as an SVG file."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from goodput_agent.cli.options import ledger_option
+from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.errors import BadInput
 
 
@@ -35,56 +37,91 @@ def _networks(cidrs: tuple[str, ...]) -> list[str]:
     return list(cidrs)
 
 
+# what the review pages are told, beside where they listen: shared by `serve` and `watch --serve`
+page_options = [
+    click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
+                 help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one)."),
+    click.option("--token-file", type=click.Path(path_type=Path), default=None,
+                 help="File holding the shared access token (default: $GOODPUT_SERVE_TOKEN); "
+                      "required beyond loopback. It lets a client read, not approve."),
+    click.option("--proxy-secret-file", type=click.Path(path_type=Path), default=None,
+                 help="Trust the sign-on proxy's user headers on requests carrying this "
+                      "secret in X-Goodput-Proxy-Secret."),
+    click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="CIDR",
+                 help="Trust the sign-on proxy's user headers from these addresses "
+                      "(repeatable)."),
+    click.option("--proxy-user-header", default="X-Forwarded-User", show_default=True),
+    click.option("--proxy-groups-header", default="X-Forwarded-Groups", show_default=True),
+]
+
+
+def serve_config(ledger: Path, host: str, flags: dict[str, Any], slurm_conf: Path | None,
+                 kubeconfig: Path | None) -> Any:
+    """The pages' configuration from page_options' flags; BadInput on a broken one."""
+    from goodput_agent.approval.policy import load_policy
+    from goodput_agent.web.app import ServeConfig
+    from goodput_agent.web.security import configured_token, require_token_for
+
+    token = configured_token(flags.pop("token_file"))
+    require_token_for(host, token)
+    env = os.environ.get("GOODPUT_POLICY")
+    policy = flags.pop("policy_path") or (Path(env) if env else None)
+    load_policy(policy)  # a broken policy is one line now, not an error on the first click
+    return ServeConfig(
+        ledger=ledger, host=host, token=token, policy_path=policy,
+        proxy_secret=read_secret(flags.pop("proxy_secret_file")),
+        trusted_proxies=_networks(flags.pop("trusted_proxies")),
+        proxy_user_header=flags.pop("proxy_user_header"),
+        proxy_groups_header=flags.pop("proxy_groups_header"),
+        slurm_conf=slurm_conf, kubeconfig=kubeconfig)
+
+
+def start_pages(config: Any, port: int) -> Callable[[], None]:
+    """The review pages in a thread of this process (`watch --serve`: they read through the
+    watch's own sessions); returns what stops them."""
+    import threading
+
+    import uvicorn
+
+    from goodput_agent.web.app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host=config.host, port=port,
+                                           log_level="warning", server_header=False))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.run, name="pages", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10)
+    return stop
+
+
 @click.command("serve")
 @ledger_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but loopback needs an access token.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
-              help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one).")
-@click.option("--token-file", type=click.Path(path_type=Path), default=None,
-              help="File holding the shared access token (default: $GOODPUT_SERVE_TOKEN); "
-                   "required with a non-loopback --host. It lets a client read, not approve.")
-@click.option("--proxy-secret-file", type=click.Path(path_type=Path), default=None,
-              help="Trust the sign-on proxy's user headers on requests carrying this secret "
-                   "in X-Goodput-Proxy-Secret.")
-@click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="CIDR",
-              help="Trust the sign-on proxy's user headers from these addresses (repeatable).")
-@click.option("--proxy-user-header", default="X-Forwarded-User", show_default=True)
-@click.option("--proxy-groups-header", default="X-Forwarded-Groups", show_default=True)
+@with_options(page_options)
 @click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
               help="slurm.conf of the cluster approved actions act on (default: $SLURM_CONF).")
 @click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
               help="kubeconfig of the cluster approved actions act on (default: $KUBECONFIG).")
-def serve_cmd(ledger_path: Path | None, host: str, port: int, policy_path: Path | None,
-              token_file: Path | None, proxy_secret_file: Path | None,
-              trusted_proxies: tuple[str, ...], proxy_user_header: str,
-              proxy_groups_header: str, slurm_conf: Path | None,
-              kubeconfig: Path | None) -> None:
+def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path | None,
+              kubeconfig: Path | None, **flags: Any) -> None:
     """Serve the review pages: investigations, evidence in context, pictures, and approvals by
     people the server authenticated (personal tokens, or a sign-on proxy in front)."""
     import uvicorn
 
-    from goodput_agent.approval.policy import load_policy
-    from goodput_agent.web.app import ServeConfig, create_app
-    from goodput_agent.web.security import configured_token, require_token_for
+    from goodput_agent.web.app import create_app
 
-    token = configured_token(token_file)
-    require_token_for(host, token)
-    env = os.environ.get("GOODPUT_POLICY")
-    policy = policy_path or (Path(env) if env else None)
-    load_policy(policy)  # a broken policy is one line now, not an error on the first click
     ledger = _ledger(ledger_path)
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
-    config = ServeConfig(
-        ledger=ledger, host=host, token=token, policy_path=policy,
-        proxy_secret=read_secret(proxy_secret_file), trusted_proxies=_networks(trusted_proxies),
-        proxy_user_header=proxy_user_header, proxy_groups_header=proxy_groups_header,
-        slurm_conf=slurm_conf, kubeconfig=kubeconfig)
+    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     click.echo(f"goodput: serving {ledger} on http://{shown}:{port}/"
-               + (" (token required)" if token else ""), err=True)
+               + (" (token required)" if config.token else ""), err=True)
     uvicorn.run(create_app(config), host=host, port=port, log_level="warning",
                 server_header=False)
 

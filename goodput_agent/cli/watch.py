@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from goodput_agent.watch.status import WatchStatus
 
 from goodput_agent.cli.options import ledger_option, with_options
+from goodput_agent.cli.serve import page_options, serve_config, start_pages
 from goodput_agent.errors import BadInput
 from goodput_agent.untrusted import json_dumps, line
 
@@ -117,6 +118,21 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
             min_gpus=flags.pop("min_gpus"), node_events=not flags.pop("no_node_events")))
 
 
+PAGE_FLAGS = ("policy_path", "token_file", "proxy_secret_file", "trusted_proxies",
+              "proxy_user_header", "proxy_groups_header")
+
+
+def _pages(serve_at: str, ledger: Path, flags: dict[str, Any], slurm_conf: str | None,
+           options: Any) -> Callable[[], None]:
+    from goodput_agent.watch.sources import listen_address
+
+    host, port = listen_address(serve_at, "--serve")
+    config = serve_config(ledger, host, flags, Path(slurm_conf) if slurm_conf else None,
+                          options.kubeconfig)
+    click.echo(f"goodput watch: review pages on http://{host}:{port}/", err=True)
+    return start_pages(config, port)
+
+
 @click.group("watch", invoke_without_command=True)
 @with_options(source_options)
 @click.option("--once", is_flag=True, help="One poll of each source, investigate what it "
@@ -140,11 +156,15 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
               help="Base address of `goodput serve`, for the link in notifications.")
 @click.option("--timeout", "timeout_s", default=30.0, show_default=True,
               help="Seconds to wait for each source command or call.")
+@click.option("--serve", "serve_at", default=None, metavar="HOST:PORT",
+              help="Serve the review pages from this process too (they read through the "
+                   "watch's own sessions of the ledger); with the page options below.")
+@with_options(page_options)
 @ledger_option
 @click.pass_context
 def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
           group_window_s: float, group_min: int, max_attempts: int, notify_url: str | None,
-          notify_format: str, review_url: str | None, timeout_s: float,
+          notify_format: str, review_url: str | None, timeout_s: float, serve_at: str | None,
           ledger_path: Path | None, slurm_conf: str | None, **flags: Any) -> None:
     """Investigate every failed job and node fault as it happens, exactly once (the queue and
     the cursors live in the ledger: a restart resumes, a kill loses nothing)."""
@@ -181,12 +201,15 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     run_options = WatchOptions(interval_s=interval_s, concurrency=concurrency,
                                max_attempts=max_attempts,
                                group=GroupRule(window_s=group_window_s, min_size=group_min))
+    page_flags = {k: flags.pop(k) for k in list(flags) if k in PAGE_FLAGS}
     with open_ledger(ledger_path) as ledger:
         w = Watch(ledger, sources, lambda t, lg: investigate_trigger(t, lg, settings),
                   run_options, notify)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: w.stop())
         stops = start_receivers(options, w.sink)
+        if serve_at:
+            stops.append(_pages(serve_at, ledger.path, page_flags, slurm_conf, options))
         click.echo(f"goodput watch: {', '.join(s.name for s in sources) or 'receivers'}; "
                    f"ledger {line(ledger.path)}", err=True)
         try:

@@ -82,7 +82,7 @@ class Ledger:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self.file = LedgerFile.of(self.path)
             if not read_only:
-                self.file.ensure_schema(schema.ensure)
+                self.file.ensure_schema(schema.current, schema.ensure)
         except duckdb.Error as exc:
             raise BadInput(f"{self.path}: cannot open the ledger: "
                            f"{str(exc).splitlines()[0]}") from None
@@ -91,9 +91,14 @@ class Ledger:
 
     def close(self) -> None:
         """Staged rows of investigations that never concluded are kept (they list as
-        interrupted, with what they recorded)."""
+        interrupted, with what they recorded). The file may stay open a moment longer for
+        the next session of this process (files.py); `release()` lets go of it now."""
         for inv_id in list(self._staged):
             self.abandon(inv_id)
+
+    def release(self) -> None:
+        """Close the file now, checkpointed (before copying it, say)."""
+        self.file.close()
 
     def __enter__(self) -> Ledger:
         return self

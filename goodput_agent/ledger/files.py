@@ -1,17 +1,26 @@
 """Short sessions on the ledger file, so that many processes share it all day.
 
 DuckDB lets one process open a file for writing and then refuses every other process, readers
-included, for as long as it stays open. So no goodput process keeps the file open: each reads
-or writes in a session of one transaction, and closes it. Sessions of one process share one
-DuckDB instance (threads get their own cursor); processes take turns through a lock on a
-sidecar file (`ledger.duckdb.lock`): shared for readers, exclusive for a writer. Waiting is
-in the kernel's lock, not in failed opens (a refused DuckDB open costs ~20 ms of CPU), up to
-a deadline, then a one-line BadInput. A process that held the file for long lets go and
-pauses briefly before taking it again, so that a busy watch cannot starve a person's command.
+included, for as long as it stays open. So no goodput process keeps the file while another
+wants it: each reads or writes in a session of one transaction. Sessions of one process share
+one DuckDB instance (threads get their own cursor). Processes take turns through two sidecar
+files beside the ledger:
+
+- `ledger.duckdb.lock`: held shared by a process reading, exclusive by one writing (the kernel
+  drops it when a process dies, `kill -9` included);
+- `ledger.duckdb.wait`: held shared by every process waiting for its turn. A process that has
+  the file keeps its instance open a moment after its last session (the next session then
+  costs nothing: opening and closing the file is most of a short session's cost), and lets go
+  at once when someone waits, or after LINGER_S.
+
+Waiting is a poll of the lock (a system call, not a failed DuckDB open, which costs ~20 ms of
+CPU), up to a deadline, then a one-line LedgerBusy. A process whose sessions keep it busy past
+HOLD_S lets go as soon as someone waits, so a busy watch cannot starve a person's command.
 """
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import random
@@ -26,10 +35,12 @@ import duckdb
 from goodput_agent.errors import BadInput
 
 WAIT_S = 30.0  # how long a session waits for the other processes' turns
-HOLD_S = 0.25  # past this, new sessions of this process wait for the file to be let go
-COURTESY_S = 0.004  # the pause after letting go of a long hold, before taking it again
-_POLL_S = (0.001, 0.004)  # between tries of the sidecar lock (each is a system call)
-
+HOLD_S = 0.1  # busy this long, a process lets go when someone waits
+LINGER_S = 1.0  # idle this long, a process lets go even when nobody waits
+IDLE_GAP_S = 0.02  # idle this long while someone waits: it is between commands, not steps
+_REAP_S = 0.003  # how often a lingering process looks for someone waiting
+_POLL_S = (0.0005, 0.002)  # between tries of the lock (each is a system call)
+_YIELD_S = 0.01  # after letting go to someone waiting, stay back this long: their turn
 
 LedgerError = duckdb.Error  # what a query on a ledger file that is not one raises
 
@@ -61,15 +72,25 @@ class LedgerFile:
         self.writable = False
         self.users = 0  # sessions open now
         self.writing = False  # a write session is open (one at a time in this process)
-        self.opened_at = 0.0
-        self.released_at = 0.0
-        self.draining = False  # held too long: new sessions wait until it is let go
-        self._lockfd: int | None = None
+        self.opened_at = self.idle_since = 0.0
+        self.draining = False  # held too long while someone waits: let go before more
+        self.turns = _Turns(path)
         self.local = threading.local()  # this thread's open session (nested sessions join it)
         self.schema_ready = False
+        self._reaper: threading.Thread | None = None
 
-    def ensure_schema(self, ensure: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
-        """The tables, created (or brought up to date) once per process."""
+    def ensure_schema(self, current: Callable[[duckdb.DuckDBPyConnection], bool],
+                      ensure: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
+        """The tables, created or brought up to date once per process (a read first: most
+        processes find them current and never take the file for writing)."""
+        if self.schema_ready:
+            return
+        if self.path.is_file() and self.path.stat().st_size:
+            try:
+                with self.session(write=False) as con:
+                    self.schema_ready = current(con)
+            except duckdb.CatalogException:  # a file from before the meta table
+                self.schema_ready = False
         if not self.schema_ready:
             with self.session(write=True) as con:
                 ensure(con)
@@ -133,24 +154,51 @@ class LedgerFile:
                 self.users -= 1
                 if write:
                     self.writing = False
-                if self.db is not None and time.monotonic() - self.opened_at > HOLD_S:
+                if self.db is not None and time.monotonic() - self.opened_at > HOLD_S \
+                        and self.turns.someone_waits():
                     self.draining = True
                 if self.users == 0:
-                    self._close()
+                    if self.draining:
+                        self._close()
+                    else:
+                        self.idle_since = time.monotonic()
+                        self._start_reaper()
                 self.cond.notify_all()
 
-    # --- the file and the other processes -------------------------------------------------
+    # --- letting go -----------------------------------------------------------------------
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap, name="ledger-linger",
+                                            daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        """While the instance lingers idle: let go once someone waits (after a short gap, so a
+    command's steps keep their turn), or after LINGER_S."""
+        while True:
+            time.sleep(_REAP_S)
+            with self.cond:
+                if self.db is None:
+                    return
+                if self.users:
+                    continue
+                now = time.monotonic()
+                idle, held = now - self.idle_since, now - self.opened_at
+                if idle > LINGER_S or ((idle > IDLE_GAP_S or held > HOLD_S)
+                                       and self.turns.someone_waits()):
+                    self._close()
+                    self.cond.notify_all()
+                    return
 
     def _open(self, write: bool, deadline: float) -> None:
         if self.db is not None:  # a read-only instance, no session on it: let it go
             self._close()
-        if time.monotonic() - self.released_at < COURTESY_S:
-            time.sleep(COURTESY_S)
-        self._lock(write, deadline)
+        self.turns.take(write, deadline)
         try:
             self.db = self._connect(write, deadline)
         except BaseException:
-            self._unlock()
+            self.turns.give_back()
             raise
         self.writable, self.opened_at = write, time.monotonic()
 
@@ -161,7 +209,9 @@ class LedgerFile:
             try:
                 return duckdb.connect(str(self.path), read_only=not write)
             except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() > deadline:
                     raise LedgerBusy(f"{self.path}: cannot open the ledger: "
                                      f"{str(exc).splitlines()[0]}") from None
                 time.sleep(random.uniform(0.02, 0.1))
@@ -172,37 +222,78 @@ class LedgerFile:
             if db is not None:
                 db.close()  # a write instance checkpoints here
         finally:
-            self._unlock()
+            self.turns.give_back()
             self.writable = self.draining = False
-            self.released_at = time.monotonic()
 
-    def _lock(self, write: bool, deadline: float) -> None:
-        """The sidecar lock (shared or exclusive); DuckDB's own lock is then free, but for a
-        process that does not take turns (another tool): that open is retried below."""
-        if self._lockfd is None:
-            self._lockfd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                                   0o600)
-        mode = (fcntl.LOCK_EX if write else fcntl.LOCK_SH) | fcntl.LOCK_NB
-        while True:
-            try:
-                fcntl.flock(self._lockfd, mode)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LedgerBusy(f"{self.path}: the ledger is in use by other goodput "
-                                     f"processes and stayed so for {WAIT_S:g} s; try again"
-                                     ) from None
-                time.sleep(random.uniform(*_POLL_S))
-
-    def _unlock(self) -> None:
-        if self._lockfd is not None:
-            fcntl.flock(self._lockfd, fcntl.LOCK_UN)
+    def close(self) -> None:
+        with self.cond:
+            if self.users == 0 and self.db is not None:
+                self._close()
 
     def fork_reset(self) -> None:
         """In a child process after fork: nothing of the parent's instance is usable."""
-        self.db, self.users, self.writing, self._lockfd = None, 0, False, None
+        self.db, self.users, self.writing, self._reaper = None, 0, False, None
         self.cond = threading.Condition()
         self.local = threading.local()
+        self.turns = _Turns(self.path)
+
+
+class _Turns:
+    """The two sidecar locks: whose turn it is, and whether anyone is waiting for one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock: int | None = None
+        self._wait: int | None = None
+        self.yield_until = 0.0
+
+    def _fd(self, suffix: str) -> int:
+        return os.open(f"{self.path}{suffix}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def take(self, write: bool, deadline: float) -> None:
+        if self._lock is None:
+            self._lock, self._wait = self._fd(".lock"), self._fd(".wait")
+        back = self.yield_until - time.monotonic()
+        if back > 0:  # we just let go to someone waiting: they go first
+            time.sleep(back)
+        mode = (fcntl.LOCK_EX if write else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        if not self.someone_waits():  # else: join those waiting, not jump ahead of them
+            try:
+                fcntl.flock(self._lock, mode)
+                return
+            except BlockingIOError:
+                pass
+        fcntl.flock(self._wait, fcntl.LOCK_SH)  # say so: a holder lets go
+        try:
+            while True:
+                try:
+                    fcntl.flock(self._lock, mode)
+                    return
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LedgerBusy(f"{self.path}: the ledger is in use by other goodput "
+                                         f"processes and stayed so for {WAIT_S:g} s; try "
+                                         "again") from None
+                    time.sleep(random.uniform(*_POLL_S))
+        finally:
+            fcntl.flock(self._wait, fcntl.LOCK_UN)
+
+    def someone_waits(self) -> bool:
+        if self._wait is None:
+            return False
+        try:
+            fcntl.flock(self._wait, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._wait, fcntl.LOCK_UN)
+        return False
+
+    def give_back(self) -> None:
+        if self._lock is not None:
+            waiting = self.someone_waits()
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            if waiting:
+                self.yield_until = time.monotonic() + _YIELD_S
 
 
 def _after_fork() -> None:
@@ -210,4 +301,10 @@ def _after_fork() -> None:
         f.fork_reset()
 
 
+def _at_exit() -> None:
+    for f in list(LedgerFile._files.values()):
+        f.close()
+
+
 os.register_at_fork(after_in_child=_after_fork)
+atexit.register(_at_exit)

@@ -126,3 +126,9 @@ def ddl() -> str:
 def ensure(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(ddl())
     con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+def current(con: duckdb.DuckDBPyConnection) -> bool:
+    """The file already has this version's tables (nothing to create)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return bool(row) and row[0] == str(SCHEMA_VERSION)

@@ -83,11 +83,11 @@ def _k8s_live(options: SourceOptions) -> WatchSource:
                          interval_s=options.live_interval_s)
 
 
-def listen_address(text: str) -> tuple[str, int]:
-    """`HOST:PORT` (IPv6 in brackets) as the receiver binds it; BadInput when it is not."""
+def listen_address(text: str, flag: str = "--alertmanager-listen") -> tuple[str, int]:
+    """`HOST:PORT` (IPv6 in brackets) as a server binds it; BadInput when it is not."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise BadInput(f"--alertmanager-listen {text}: expected HOST:PORT")
+        raise BadInput(f"{flag} {text}: expected HOST:PORT")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 

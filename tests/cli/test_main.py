@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
+from goodput_agent.ledger import Ledger
 from goodput_agent.report import Report, report_json_schema
 
 
@@ -72,7 +73,6 @@ def _one_line_error(proc: subprocess.CompletedProcess[str], name: str) -> None:
 
 def test_investigate_draws_the_failure_timeline_and_stores_the_picture_list(
         tmp_path: Path, demo_bundle: Path) -> None:
-    import duckdb
 
     ledger = tmp_path / "l.duckdb"
     proc = run("investigate", str(demo_bundle), "--json", "--ledger", str(ledger))
@@ -81,12 +81,9 @@ def test_investigate_draws_the_failure_timeline_and_stores_the_picture_list(
     assert report.pictures == [str(timeline.resolve())]
     svg = timeline.read_text()
     assert "Failure timeline" in svg and "first failure" in svg and "gpu-node-03" in svg
-    con = duckdb.connect(str(ledger), read_only=True)
-    try:
-        stored = con.execute("SELECT report_json FROM conclusions WHERE investigation_id = ?",
-                             [report.investigation_id]).fetchone()[0]
-    finally:
-        con.close()
+    with Ledger(ledger, read_only=True) as lg:
+        stored = lg.rows("SELECT report_json FROM conclusions WHERE investigation_id = ?",
+                         [report.investigation_id])[0]["report_json"]
     assert json.loads(stored)["pictures"] == report.pictures  # stored with its pictures
     human = run("investigate", str(demo_bundle), "--ledger", str(ledger))
     assert "failure-timeline.svg" in human.stdout  # the report a person reads lists it

@@ -10,7 +10,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import duckdb
 import pytest
 from starlette.testclient import TestClient
 
@@ -26,12 +25,9 @@ def _client(r: Reviewed, token: str | None = None) -> tuple[TestClient, ServeCon
 
 
 def _events(r: Reviewed) -> list[tuple]:
-    con = duckdb.connect(str(r.ledger), read_only=True)
-    try:
-        return con.execute("SELECT kind, actor, action_id FROM action_events ORDER BY id")\
-            .fetchall()
-    finally:
-        con.close()
+    with Ledger(r.ledger, read_only=True) as lg:
+        return [tuple(row.values()) for row in lg.rows(
+            "SELECT kind, actor, action_id FROM action_events ORDER BY id")]
 
 
 def _form(html: str, name: str) -> str:

@@ -9,9 +9,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.redact import redact
 from tests.servers.chromium import ChromiumUnavailable, launched_browser, running_goodput_serve
@@ -90,12 +90,10 @@ def test_review_an_investigation_and_approve_from_the_page(browser, served, tmp_
         page.screenshot(path=str(shots / "4-executed.png"), full_page=True)
     finally:
         page.close()
-    con = duckdb.connect(str(r.ledger), read_only=True)
-    try:
-        rows = con.execute("SELECT kind, actor, tool FROM action_events WHERE action_id = ? "
-                           "ORDER BY id", [r.config_action]).fetchall()
-    finally:
-        con.close()
+    with Ledger(r.ledger, read_only=True) as lg:
+        rows = [tuple(x.values()) for x in lg.rows(
+            "SELECT kind, actor, tool FROM action_events WHERE action_id = ? ORDER BY id",
+            [r.config_action])]
     assert rows == [("approval", "alice", "config_change"),
                     ("execution_started", "alice", "config_change"),
                     ("execution", "alice", "config_change")]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import duckdb
 import pytest
 from starlette.testclient import TestClient
 
+from goodput_agent.ledger import Ledger
 from goodput_agent.web.app import ServeConfig, create_app
 from tests.planner.claude_fixtures import FIXTURE_KEY, cite
 from tests.servers.messages_api import FixtureReply, scripted_messages_api, text, tool_use
@@ -32,11 +32,8 @@ def _csrf(html: str) -> str:
 
 
 def _rows(r: Reviewed) -> int:
-    con = duckdb.connect(str(r.ledger), read_only=True)
-    try:
-        return con.execute("SELECT count(*) FROM chat_messages").fetchone()[0]
-    finally:
-        con.close()
+    with Ledger(r.ledger, read_only=True) as lg:
+        return lg.rows("SELECT count(*) AS n FROM chat_messages")[0]["n"]
 
 
 def test_without_a_key_the_page_says_so(no_claude: None, reviewed: Reviewed) -> None:
