@@ -231,6 +231,17 @@ def full(env: dict[str, str], tmp: Path) -> None:
     run("investigate --ray without ray installed: one line, exit 2",
         ["investigate", str(shipped_cases()["failure"]), "--ray", "auto"], env, ok=(2,))
     run("node-health (no GPU)", ["node-health", "--no-kernel-log"], env, ok=(0, 2, 3))
+    run("token create --person alice", ["token", "create", "--person", "alice", "--expires",
+                                        "1h"], env)
+    run("token list", ["token", "list"], env)
+    proposed = json.loads(run("actions --json (the failure case)",
+                              ["actions", *ids[:1], "--json"], env) or "{}")
+    first = next((a["action_id"] for a in proposed.get("actions", [])), None)
+    if first is None:
+        FAILED.append("actions --json: no proposed action to approve")
+    else:
+        run("approve as someone else: refused, exit 2",
+            ["approve", str(first), "--as", "mallory-smoke", "--yes"], env, ok=(2,))
 
     def every_page(base: str) -> None:
         n = crawl(base)

@@ -145,6 +145,21 @@ class ActionPages:
             return RedirectResponse(f"/actions/{aid}?done=rejected", status_code=303)
         return await run_in_threadpool(site.writing, request, act)
 
+    def api_action(self, request: Request) -> Response:
+        """JSON: the preview a script shows its person before approving (its args_hash and
+        evidence_digest are what POST .../approve binds)."""
+        site, aid = self.site, request.path_params["action_id"]
+
+        def show(led: Ledger, info: Any) -> Response:
+            try:
+                preview = preview_action(led, aid, site.config.policy(), None,
+                                         asker(request, site.config, led, cookies=False).who)
+            except BadInput as exc:
+                return JSONResponse({"error": str(exc)}, status_code=404)
+            return Response(json_dumps(preview.model_dump(mode="json")),
+                            media_type="application/json")
+        return site.reading(request, show)
+
     async def api_approve(self, request: Request) -> Response:
         """JSON: {"args_hash", "evidence_digest"} of the preview the client showed; the person
         is the Bearer personal token's."""
@@ -182,5 +197,6 @@ def routes(site: Site) -> list[BaseRoute]:
         Route("/actions/{action_id:int}", pages.action),
         Route("/actions/{action_id:int}/approve", pages.approve, methods=["POST"]),
         Route("/actions/{action_id:int}/reject", pages.reject, methods=["POST"]),
+        Route("/api/actions/{action_id:int}", pages.api_action),
         Route("/api/actions/{action_id:int}/approve", pages.api_approve, methods=["POST"]),
     ]

@@ -140,9 +140,16 @@ def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backl
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text())
     args = valid_args(tmp_path)
+    second = tmp_path / "second.sbatch"
+    second.write_text("#!/bin/bash\n#SBATCH --mem=64G\nsrun python train.py\n")
+    by_page = {"path": str(second), "edits": [{"old": "--mem=64G", "new": "--mem=160G"}]}
     with Ledger(ledger) as lg:
         _, ids = make_investigation(lg, "gpu_oom", {"config_change": args["config_change"],
                                                     "slurm_hold_job": {"job": backlog[0]}})
+        _, more = make_investigation(lg, "gpu_oom", {"config_change": by_page}, target="b2")
+    ids["by_page"] = more["config_change"]
+    secret = tmp_path / "proxy.secret"
+    secret.write_text("proxy-shared-secret-" + "p" * 12)
     # the watch, killed inside one of its writes, then running for good
     stopped_mid_write(tmp_path / "watch.marker", 6, *watch_args(ledger, "--concurrency", "2"),
                       env=env)
@@ -151,8 +158,10 @@ def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backl
                               *watch_args(ledger, "--concurrency", "2")], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        with running_goodput_serve(ledger, tmp_path, ["--policy", str(policy)]) as url:
+        with running_goodput_serve(ledger, tmp_path, ["--policy", str(policy),
+                                                      "--proxy-secret-file", str(secret)]) as url:
             others = people_meanwhile(ledger, policy, ids, demo_bundle, tmp_path, env, url)
+            approve_in_a_browser_as_the_proxys_user(url, ids["by_page"], secret.read_text())
             assert watch.poll() is None, "the watch ran all along"
     finally:
         watch.send_signal(signal.SIGTERM)
@@ -190,6 +199,28 @@ def people_meanwhile(ledger: Path, policy: Path, ids: dict[str, int], bundle: Pa
     return {"investigated": json.loads(done.stdout)["investigation_id"]}
 
 
+def approve_in_a_browser_as_the_proxys_user(url: str, action: int, secret: str) -> None:
+    """What a person behind the team's sign-on proxy does: the proxy adds who they are
+    (dave, in the policy's group sre) and its secret to every request of the browser."""
+    from tests.servers.chromium import ChromiumUnavailable, launched_browser
+
+    headers = {"X-Forwarded-User": "dave", "X-Forwarded-Groups": "sre",
+               "X-Goodput-Proxy-Secret": secret}
+    try:
+        with launched_browser() as browser:
+            ctx = browser.new_context(extra_http_headers=headers)  # type: ignore[attr-defined]
+            page = ctx.new_page()
+            page.goto(f"{url}/actions/{action}")
+            assert "You act as dave (proxy" in page.locator("#as").inner_text()
+            page.on("dialog", lambda d: d.accept())
+            page.locator("#approve").click()
+            page.wait_for_url("**?done=executed")
+            assert "+#SBATCH --mem=160G" in page.locator(".execution").inner_text()
+            ctx.close()
+    except ChromiumUnavailable as exc:
+        pytest.skip(f"the browser step: {exc}")
+
+
 def check_decisions(ledger: Path, ids: dict[str, int], others: dict[str, object]) -> None:
     with Ledger(ledger, read_only=True) as lg:
         kinds = {aid: [(r["kind"], r["actor"]) for r in lg.rows(
@@ -200,5 +231,7 @@ def check_decisions(ledger: Path, ids: dict[str, int], others: dict[str, object]
     assert kinds[ids["slurm_hold_job"]] == [("rejection", me)]
     assert kinds[ids["config_change"]] == [("refusal", me), ("approval", me),
                                            ("execution_started", me), ("execution", me)]
+    assert kinds[ids["by_page"]] == [("approval", "dave"), ("execution_started", "dave"),
+                                     ("execution", "dave")]
     assert listed[str(others["investigated"])] == "concluded"
     assert "interrupted" in listed.values()  # the killed investigation, rows and all gone

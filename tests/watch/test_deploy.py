@@ -100,19 +100,21 @@ def test_one_writer_of_the_ledger_and_restricted_containers():
     assert {v["persistentVolumeClaim"]["claimName"] for v in volumes.values()
             if "persistentVolumeClaim" in v} <= claims
     containers = {c["name"]: c for c in pod_spec["containers"]}
-    assert set(containers) == {"watch", "serve"}
+    assert set(containers) == {"watch", "oauth2-proxy"}
     for c in containers.values():
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
         assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
-        assert {m["name"] for m in c["volumeMounts"]} <= set(volumes)
-    ledgers = {next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--ledger="))
-               for c in containers.values()}
-    assert len(ledgers) == 1  # both on the same file, on the shared volume
-    (ledger,) = ledgers
-    assert any(ledger.startswith(m["mountPath"] + "/") for m in containers["watch"]["volumeMounts"]
+        assert {m["name"] for m in c.get("volumeMounts", [])} <= set(volumes)
+    watch = containers["watch"]
+    (ledger,) = [a.split("=", 1)[1] for a in watch["args"] if a.startswith("--ledger=")]
+    assert any(ledger.startswith(m["mountPath"] + "/") for m in watch["volumeMounts"]
                if "persistentVolumeClaim" in volumes[m["name"]])
-    assert containers["watch"]["args"][:2] == ["watch", "--k8s"]
-    assert containers["serve"]["args"][0] == "serve"
+    assert watch["args"][:2] == ["watch", "--k8s"]
+    # the pages in the watch's process, on loopback, trusting only the proxy beside them
+    assert "--serve=127.0.0.1:8765" in watch["args"]
+    assert "--trusted-proxy=127.0.0.1/32" in watch["args"]
+    proxy = containers["oauth2-proxy"]["args"]
+    assert "--upstream=http://127.0.0.1:8765/" in proxy and "--pass-user-headers=true" in proxy
     ports = {p["name"] for c in containers.values() for p in c.get("ports", [])}
     for service in by_kind("Service"):
         assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
@@ -200,3 +202,10 @@ def test_every_alert_rule_says_what_to_investigate(rule):
     assert rule["labels"]["goodput_question"] in ("node", "latency", "failure")
     if rule["labels"]["goodput_question"] == "latency":
         assert re.fullmatch(r"\d+[smh]", rule["labels"]["goodput_window"])
+
+
+def test_the_example_policy_is_one_goodput_accepts():
+    from goodput_agent.approval.policy import load_policy
+
+    policy = load_policy(DEPLOY / "policy-example.yaml")
+    assert policy.tool("k8s_cordon_node").approvals_required == 2

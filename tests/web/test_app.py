@@ -214,10 +214,9 @@ def test_the_two_person_rule_needs_another_person(reviewed: Reviewed) -> None:
 def test_the_api_approves_with_a_personal_token(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
     aid = reviewed.config_action
-    page = client.get(f"/actions/{aid}").text
-    shown = {"args_hash": re.search(r"hash <code>([^<]+)</code>", page).group(1),  # type: ignore[union-attr]
-             "evidence_digest": re.search(r"evidence digest <code>([^<]+)</code>",  # type: ignore[union-attr]
-                                          page).group(1)}
+    preview = client.get(f"/api/actions/{aid}").json()
+    assert preview["tool"] == "config_change" and "+#SBATCH --mem=128G" in preview["dry_run"]
+    shown = {k: preview[k] for k in ("args_hash", "evidence_digest")}
     url = f"/api/actions/{aid}/approve"
     assert client.post(url, json=shown).status_code == 401
     res = client.post(url, json=shown,
