@@ -113,8 +113,10 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
     people the server authenticated (personal tokens, or a sign-on proxy in front)."""
     import uvicorn
 
+    from goodput_agent.arenas import cap_malloc_arenas
     from goodput_agent.web.app import create_app
 
+    cap_malloc_arenas()  # a long-running server whose request threads come and go
     ledger = _ledger(ledger_path)
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")

@@ -170,6 +170,9 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     the cursors live in the ledger: a restart resumes, a kill loses nothing)."""
     if ctx.invoked_subcommand:
         return
+    from goodput_agent.arenas import cap_malloc_arenas
+
+    cap_malloc_arenas()  # before any thread starts: RSS flat over a day of investigations
     from goodput_agent.ledger import open_ledger
     from goodput_agent.watch.grouping import GroupRule
     from goodput_agent.watch.investigator import CollectSettings, investigate_trigger
