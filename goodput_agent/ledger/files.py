@@ -21,6 +21,7 @@ HOLD_S lets go as soon as someone waits, so a busy watch cannot starve a person'
 from __future__ import annotations
 
 import atexit
+import ctypes
 import fcntl
 import os
 import random
@@ -85,6 +86,7 @@ class LedgerFile:
         self.local = threading.local()  # this thread's open session (nested sessions join it)
         self.schema_ready = False
         self._reaper: threading.Thread | None = None
+        self.forked_busy = False  # forked while the parent had a session open
 
     def ensure_schema(self, current: Callable[[duckdb.DuckDBPyConnection], bool],
                       ensure: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
@@ -199,6 +201,9 @@ class LedgerFile:
                     return
 
     def _open(self, write: bool, deadline: float) -> None:
+        if self.forked_busy:
+            raise RuntimeError(f"{self.path}: this process was forked while its parent used "
+                              "the ledger; open it from the parent or a fresh process")
         if self.db is not None:  # a read-only instance, no session on it: let it go
             self._close()
         self.turns.take(write, deadline)
@@ -237,8 +242,21 @@ class LedgerFile:
             if self.users == 0 and self.db is not None:
                 self._close()
 
+    def before_fork(self) -> None:
+        """An instance no session uses is let go before a fork (a process pool starting): the
+        child could neither use nor destroy it."""
+        with self.cond:
+            if self.users == 0 and self.db is not None:
+                self._close()
+
     def fork_reset(self) -> None:
-        """In a child process after fork: nothing of the parent's instance is usable."""
+        """In a child process after fork: an instance the parent was using is unusable here,
+        and must never be destroyed either (its destructor joins worker threads that exist only
+        in the parent); DuckDB's cache of instances would hand it out again, so this child
+        does not open the file at all."""
+        if self.db is not None:
+            _never_freed(self.db, self.local)
+            self.forked_busy = True
         self.db, self.users, self.writing, self._reaper = None, 0, False, None
         self.cond = threading.Condition()
         self.local = threading.local()
@@ -303,6 +321,17 @@ class _Turns:
                 self.yield_until = time.monotonic() + _YIELD_S
 
 
+def _never_freed(*objects: object) -> None:
+    for obj in objects:
+        if obj is not None:  # one reference no one holds: not even shutdown frees it
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+def _before_fork() -> None:
+    for f in list(LedgerFile._files.values()):
+        f.before_fork()
+
+
 def _after_fork() -> None:
     for f in LedgerFile._files.values():
         f.fork_reset()
@@ -313,5 +342,5 @@ def _at_exit() -> None:
         f.close()
 
 
-os.register_at_fork(after_in_child=_after_fork)
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
 atexit.register(_at_exit)
