@@ -135,7 +135,7 @@ def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backl
     alone = goodput(*watch_args(reference, "--once"), env=env, timeout=600)
     assert alone.returncode == 0, alone.stderr
     expected = verdicts(reference, backlog)
-    assert set(expected) == set(backlog)
+    assert set(expected) == set(backlog), (alone.stdout[-2000:], alone.stderr[-2000:])
 
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text())
