@@ -33,14 +33,17 @@ def _zeros_tar(path: Path, members: int, size: int = CHUNK) -> Path:
     return path
 
 
-# the CLI in a child process that reports its own peak RSS (KiB) on the descriptor it is given
+# the CLI in a child process that reports its own peak RSS (KiB) on the descriptor it is given:
+# VmHWM, its own address space's high-water mark (getrusage's ru_maxrss survives exec, so it can
+# report the forking test process's size instead)
 _MEASURED = """
-import os, resource, sys
+import os, re, sys
 from goodput_agent.cli.main import cli
 try:
     cli(sys.argv[2:], prog_name="goodput")
 finally:
-    os.write(int(sys.argv[1]), str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).encode())
+    hwm = re.search(r"VmHWM:\\s*(\\d+)", open("/proc/self/status").read()).group(1)
+    os.write(int(sys.argv[1]), hwm.encode())
 """
 
 
