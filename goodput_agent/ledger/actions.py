@@ -92,6 +92,22 @@ def actions_of(ledger: Ledger, inv_id: str) -> list[ActionRow]:
     return [_action(r) for r in rows + ledger.staged_rows(inv_id, "actions")]
 
 
+def waiting(ledger: Ledger, limit: int = 500) -> list[ActionRow]:
+    """Proposals across investigations that wait for a decision (nothing ended them: no
+    rejection, no execution started), oldest first."""
+    rows = ledger.rows(
+        "SELECT * FROM actions a WHERE NOT EXISTS (SELECT 1 FROM action_events e WHERE "
+        "e.action_id = a.id AND e.kind IN ('rejection', 'execution_started', 'execution', "
+        "'verification')) ORDER BY a.created_at, a.id LIMIT ?", [limit])
+    return [_action(r) for r in rows]
+
+
+def recent(ledger: Ledger, limit: int = 5000) -> list[ActionRow]:
+    """The newest proposals of every investigation (what tools a site's incidents call for)."""
+    return [_action(r) for r in ledger.rows(
+        "SELECT * FROM actions ORDER BY id DESC LIMIT ?", [limit])]
+
+
 def claims(ledger: Ledger, ids: list[int], inv_id: str | None = None) -> list[ClaimRow]:
     """The claims of these ids, in id order (an investigation in progress: its staged ones)."""
     rows = ledger.rows("SELECT * FROM claims WHERE id IN (SELECT unnest(?::BIGINT[])) "
