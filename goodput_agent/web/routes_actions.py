@@ -26,6 +26,7 @@ from goodput_agent.approval.gate import (
 )
 from goodput_agent.approval.gate_checks import now_or_utc
 from goodput_agent.approval.identity import Identity
+from goodput_agent.approval.queue import pending
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.untrusted import json_dumps
@@ -38,6 +39,25 @@ log = structlog.get_logger(__name__)
 class ActionPages:
     def __init__(self, site: Site) -> None:
         self.site = site
+
+    def queue(self, request: Request) -> Response:
+        """What waits for a decision across investigations, oldest first (approval/queue.py),
+        judged for the person asking; `/api/actions` is the same in JSON."""
+        site = self.site
+        api = request.url.path.startswith("/api/")
+        try:
+            policy = site.config.policy()
+        except BadInput as exc:
+            return site.problem(request, 500, str(exc))
+
+        def show(led: Ledger, info: Any) -> Response:
+            me = asker(request, site.config, led, cookies=not api)
+            q = pending(led, policy, me.who)
+            if api:
+                return Response(json_dumps(q.model_dump(mode="json")),
+                                media_type="application/json")
+            return site.page(request, "queue.html", {"q": q, "info": info, "me": me})
+        return site.reading(request, show)
 
     def action(self, request: Request) -> Response:
         """The action's decision for the person asking (approval/decision.py): only the
@@ -197,6 +217,8 @@ class ActionPages:
 def routes(site: Site) -> list[BaseRoute]:
     pages = ActionPages(site)
     return [
+        Route("/actions", pages.queue),
+        Route("/api/actions", pages.queue),
         Route("/actions/{action_id:int}", pages.action),
         Route("/actions/{action_id:int}/approve", pages.approve, methods=["POST"]),
         Route("/actions/{action_id:int}/reject", pages.reject, methods=["POST"]),
