@@ -26,9 +26,9 @@ def decision_text(v: Any) -> str:
         return f"[bold]{markup(v.status)}[/] — approved by {markup(who)} under {markup(v.policy)}"
     if not v.executable:
         return "[yellow]advice for a person[/]: no tool runs it, nothing to approve"
-    verdict = "[green]allowed[/]" if v.allowed else "[red]denied[/]: " + markup(
-        "; ".join(v.reasons))
-    return f"{verdict} (policy {markup(v.policy)})"
+    if v.allowed:
+        return f"[green]allowed[/] by {markup(v.policy)}"
+    return f"[red]denied[/] by {markup(v.policy)}: " + markup("; ".join(v.reasons))
 
 
 def action_block(v: Any, extra: list[tuple[str, str]] | None = None) -> Table:
