@@ -267,10 +267,13 @@ def policy_path_for(explicit: Path | None, ledger: Path | None) -> Path | None:
     return beside if beside is not None and beside.is_file() else None
 
 
+SHIPPED_SOURCE = "policies/default.yaml"  # the shipped default's name: not a file to edit
+
+
 def load_policy(path: Path | None = None) -> Policy:
     """The policy in `path`, or the shipped conservative default."""
     if path is None:
-        return parse_policy(default_policy_text(), "policies/default.yaml")
+        return parse_policy(default_policy_text(), SHIPPED_SOURCE)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

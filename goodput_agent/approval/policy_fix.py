@@ -6,12 +6,19 @@ policy line changes (a claim's confidence, the retry rule, a missing verdict) sa
 
 from __future__ import annotations
 
+import shlex
+
 import yaml
 from pydantic import BaseModel
 
 from goodput_agent.approval.gate_checks import policy_reasons
 from goodput_agent.approval.identity import Identity
-from goodput_agent.approval.policy import Policy, ToolPolicy
+from goodput_agent.approval.policy import (
+    SHIPPED_SOURCE,
+    Policy,
+    ToolPolicy,
+    site_policy_path,
+)
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import ActionRow
 
@@ -19,10 +26,11 @@ SOMEONE = "NAME"  # the approver placeholder when the person asking is not known
 
 
 class PolicyFix(BaseModel):
-    policy: str  # the file to edit
+    policy: str  # the file to edit (the shipped default is not: the one beside the ledger)
     lines: str  # the tool's section as it would read (YAML, under `tools:`)
     passes: bool  # with these lines the policy's checks allow it
     remaining: list[str]  # what these lines cannot change
+    init: str | None = None  # with no policy of the site's yet: the command that writes one
 
 
 def _widened(tp: ToolPolicy, policy: Policy, action: ActionRow, who: Identity | None
@@ -66,5 +74,13 @@ def policy_fix(ledger: Ledger, action: ActionRow, policy: Policy, who: Identity 
     wider.source = policy.source
     judge = who if who is not None else Identity(person=SOMEONE, via="login")
     left, _, _ = policy_reasons(ledger, action, wider, judge)
-    return PolicyFix(policy=policy.source, lines=_section(action.tool, tp), passes=not left,
-                     remaining=left)
+    fix = PolicyFix(policy=policy.source, lines=_section(action.tool, tp), passes=not left,
+                    remaining=left)
+    if policy.source == SHIPPED_SOURCE:  # not a file to edit: the site's own, beside the ledger
+        fix.policy = str(site_policy_path(ledger.path))
+        argv = ["goodput", "policy", "init", "--tool", action.tool]
+        for flag, values in (("--approver", tp.approvers), ("--path", tp.scope.paths)):
+            for v in values:
+                argv += [flag, v]
+        fix.init = shlex.join([*argv, "--ledger", str(ledger.path)])
+    return fix

@@ -50,7 +50,9 @@ def action_block(v: Any, extra: list[tuple[str, str]] | None = None) -> Table:
                                       + (f"; approved by {', '.join(v.approved_by)}"
                                          if v.approved_by else "") + ")"))
     if v.fix is not None:
-        t.add_row("to allow", markup(f"add to {v.fix.policy}:\n{v.fix.lines.rstrip()}"
+        t.add_row("to allow", markup((f"{v.fix.init}\n  writes a policy, or " if v.fix.init
+                                      else "") + f"add to {v.fix.policy}:\n"
+                                     f"{v.fix.lines.rstrip()}"
                                      + "".join(f"\nstill: {r}" for r in v.fix.remaining)))
     for label, value in extra or []:
         t.add_row(label, value)
@@ -85,6 +87,8 @@ def render_preview(p: Any, console: Console) -> None:
         console.print(f"[red]policy: {markup(r)}[/]")
     fix = getattr(p, "fix", None)
     if fix is not None:
+        if fix.init:
+            console.print(f"no policy of this site's yet: {markup(fix.init)} writes one")
         console.print(Panel(markup(fix.lines.rstrip()), title=f"to allow it, add to "
                             f"{markup(fix.policy)}"))
         for r in fix.remaining:

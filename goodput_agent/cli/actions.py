@@ -239,11 +239,13 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
     """Record an exact proposal a person completes (where the remedy could only say a config
     change in words — its `missing` argument says why — this names the file and the edits).
     It still needs an approval to run."""
+    from goodput_agent.approval.decision import view_action
     from goodput_agent.approval.identity import cli_identity
     from goodput_agent.ledger import open_ledger
     from goodput_agent.toolkit import MutatingTool, registry
 
-    who = cli_identity(author, _policy(None, ledger_path).approval.delegates)
+    policy = _policy(None, ledger_path)
+    who = cli_identity(author, policy.approval.delegates)
     t = registry().get(tool)
     if not isinstance(t, MutatingTool):
         raise BadInput(f"{tool}: not a mutating tool; known: "
@@ -264,8 +266,29 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
                            f"{sorted(set(claims) - set(known)) or ''}".rstrip())
         aid = lg.record_action(investigation_id, tool, args, True,
                                f"proposed by {who.shown()}: {why.strip()}", claims)
+        view = view_action(lg, aid, policy, None, with_preview=False)
     if as_json:
-        _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims})
-    else:
-        click.echo(line(f"action {aid} proposed: {tool} {json.dumps(args)} (approve with "
-                        f"`goodput approve {aid} --as NAME`)"))
+        _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims,
+                    "policy": view.policy, "allowed": view.allowed, "reasons": view.reasons,
+                    "approvers": view.approvers,
+                    "fix": view.fix.model_dump(mode="json") if view.fix else None})
+        return
+    click.echo(line(f"action {aid} proposed: {tool} {json.dumps(args)}"))
+    _say_decision(view, aid)
+
+
+def _say_decision(view: Any, aid: int) -> None:
+    """Whether the policy lets anyone approve it, at once: who may, or what to add."""
+    if view.allowed:
+        who = ", ".join(view.approvers) or "nobody (the policy names no approver)"
+        click.echo(line(f"policy {view.policy}: allowed; {who} may "
+                        f"approve it (goodput approve {aid}, or its page /actions/{aid})"))
+        return
+    click.echo(line(f"policy {view.policy}: denied: {'; '.join(view.reasons)}"))
+    if view.fix is not None and view.fix.init:
+        click.echo(line(f"no policy of this site's yet: {view.fix.init} writes one"))
+    if view.fix is not None:
+        click.echo(f"to allow it, add to {line(view.fix.policy)}:")
+        click.echo("\n".join(line(x) for x in view.fix.lines.rstrip().splitlines()))
+        for r in view.fix.remaining:
+            click.echo(line(f"no policy line changes this: {r}"))
