@@ -385,3 +385,20 @@ def test_trace_evidence_opens_its_own_step_drawn_from_the_bundle(tmp_path: Path)
     shutil.rmtree(case)
     gone = client.get(f"/inv/{inv}/evidence/{ev_ids[1]}/step.svg")
     assert gone.status_code == 404 and "not readable" in gone.text
+
+
+def test_advice_has_no_approve_button_for_anyone(reviewed: Reviewed) -> None:
+    """A row an older version recorded for what no tool runs: advice, whoever asks."""
+    with Ledger(reviewed.ledger) as lg:
+        claim = lg.rows("SELECT id FROM claims WHERE investigation_id = ?",
+                        [reviewed.inv_id])[0]["id"]
+        advice = lg.record_action(reviewed.inv_id, "gpu_service", {"node": "gpu-node-03"},
+                                  True, "send the GPU for service", [claim])
+    client, _ = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
+    page = client.get(f"/actions/{advice}").text
+    assert 'id="advice"' in page and 'id="approve"' not in page and 'id="decision"' not in page
+    assert "advice for a person" in page.split('id="why-not-approve"')[1]
+    queue = client.get("/actions").text
+    assert f'<tr data-id="{advice}">' not in queue and f'href="/actions/{advice}"' in queue
+    assert client.get(f"/api/actions/{advice}").json()["can_approve"] is False
