@@ -142,3 +142,14 @@ def render_queue(q: Any, console: Console) -> None:
     if q.not_executable:
         console.print(f"[dim]{len(q.not_executable)} older row(s) are advice, not actions "
                       f"(nothing to approve): {', '.join(map(str, q.not_executable[:20]))}[/]")
+
+
+def render_advice(advice: list[Any], console: Console) -> None:
+    """What a person should do that no tool runs: text, never an action id or an approval."""
+    body = []
+    for a in advice:
+        body.append(f"[bold]{markup(a.topic)}[/]: {markup(a.text)}")
+        body += [f"  because {markup(p.text)}" for p in a.premises]
+        if a.missing:
+            body.append(f"  [dim]to make it an action: {markup(a.missing)}[/]")
+    console.print(Panel("\n".join(body), title="Advice for a person (nothing to approve)"))

@@ -99,6 +99,10 @@ def render_report(report: Report, console: Console) -> None:
             t.add_row(str(a.id), markup(a.tool), markup(json.dumps(a.args)),
                       "yes" if a.mutating else "no", markup(a.rationale))
         console.print(t)
+    if report.advice:
+        from goodput_agent.cli.action_views import render_advice
+
+        render_advice(report.advice, console)
     notes = [*(f"unknown: {u}" for u in report.unknowns),
              *unread_notes(report.unread_reasons)]
     if report.clock:

@@ -166,3 +166,13 @@ def test_a_proposal_says_at_once_whether_the_policy_lets_it_pass(tmp_path: Path)
         out = json.loads(r.output)
         assert r.exit_code == 0 and out["allowed"] and out["approvers"] == ["alice"], write
         assert out["policy"] == str(tmp_path / "policy.yaml") and out["fix"] is None
+
+
+def test_the_report_shows_advice_apart_from_the_actions(tmp_path: Path, demo_bundle: Path
+                                                        ) -> None:
+    r = CliRunner().invoke(cli, ["investigate", str(demo_bundle), "--ledger",
+                                 str(tmp_path / "l.duckdb")], env={"COLUMNS": "120"})
+    assert r.exit_code in (0, 3), r.output
+    advice = r.output.split("Advice for a person (nothing to approve)")[1]
+    assert "gpu_service: The GPU is lost" in advice
+    assert "gpu_service" not in r.output.split("Proposed actions")[1].split("Advice for")[0]

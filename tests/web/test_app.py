@@ -52,6 +52,8 @@ def test_pages_show_the_investigation_and_never_write_the_ledger(reviewed: Revie
     assert page.status_code == 200
     assert 'id="verdict"' in page.text and "Xid 79" in page.text
     assert 'id="failure-timeline"' in page.text and 'id="tool-calls"' in page.text
+    advice = page.text.split('id="advice"')[1].split("</ul>")[0]  # text only, no action
+    assert "<b>gpu_service</b>" in advice and "/actions/" not in advice
     ev_ids = re.findall(rf'href="/inv/{reviewed.inv_id}/evidence/(\d+)"', page.text)
     assert ev_ids
     ev = client.get(f"/inv/{reviewed.inv_id}/evidence/{ev_ids[0]}")
