@@ -245,7 +245,7 @@ def render_record(rec: InvestigationRecord, console: Console,
                   f"{tc['duration_ms']:.1f}", markup(str(tc["output_summary"])[:80]),
                   markup(tc["error"] or ""))
     console.print(t)
-    if rec.actions:  # with what happened to each: approvals, executions, verifications
+    if rec.actions or rec.action_events:  # what happened to each; a verification of advice
         from goodput_agent.cli.render_actions import render_action_chain
 
         render_action_chain(rec, console)

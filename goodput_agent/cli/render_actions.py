@@ -74,6 +74,11 @@ def render_action_chain(rec: InvestigationRecord, console: Console) -> None:
             node.add(f"proposal: {markup(a['rationale'])}")
         for e in (e for e in rec.action_events if e["action_id"] == a["id"]):
             node.add(f"[{_STYLE.get(e['kind'], '')}]{markup(_event_text(e))}[/]")
+    own = [e for e in rec.action_events if e["action_id"] is None]
+    if own:  # no action proposed: the advice was carried out by a person, then measured
+        node = root.add("the investigation itself (advice carried out by a person)")
+        for e in own:
+            node.add(f"[{_STYLE.get(e['kind'], '')}]{markup(_event_text(e))}[/]")
     console.print(root)
     render_what_ran(rec, console)
 

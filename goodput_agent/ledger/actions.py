@@ -57,7 +57,7 @@ class ClaimRow(BaseModel):
 
 class ActionEvent(BaseModel):
     id: int
-    action_id: int
+    action_id: int | None  # None: the investigation's own row (a verification, no action)
     investigation_id: str
     kind: str
     actor: str | None
@@ -165,13 +165,16 @@ def investigation_events(ledger: Ledger, inv_id: str) -> list[ActionEvent]:
         "SELECT * FROM action_events WHERE investigation_id = ? ORDER BY id", [inv_id])]
 
 
-def _insert_event(con: duckdb.DuckDBPyConnection, act: ActionRow, kind: str,
+def _insert_event(con: duckdb.DuckDBPyConnection, act: ActionRow | str, kind: str,
                   actor: str | None, at: datetime, fields: dict[str, Any]) -> int:
+    """`act`: the action, or an investigation's id for its own row (no action)."""
     assert kind in KINDS, kind
     row_id = int(con.execute("SELECT nextval('row_ids')").fetchone()[0])
     detail = fields.get("detail")
+    action_id, inv_id, tool = (None, act, None) if isinstance(act, str) else (
+        act.id, act.investigation_id, act.tool)
     con.execute(insert_sql("action_events"), [
-        row_id, act.id, act.investigation_id, kind, actor, at, act.tool,
+        row_id, action_id, inv_id, kind, actor, at, tool,
         fields.get("args_hash"), fields.get("evidence_digest"), fields.get("approval_id"),
         fields.get("expires_at"), fields.get("ok"), fields.get("reason"),
         canonical_json(detail) if detail is not None else None])
@@ -187,6 +190,15 @@ def add_event(ledger: Ledger, act: ActionRow, kind: str, *, actor: str | None,
               now: datetime | None = None, **fields: Any) -> ActionEvent:
     with ledger.writing() as con:
         row_id = _insert_event(con, act, kind, actor, now or datetime.now(UTC), fields)
+        return _event(fetch(con, "SELECT * FROM action_events WHERE id = ?", [row_id])[0])
+
+
+def add_investigation_event(ledger: Ledger, inv_id: str, kind: str, *, actor: str | None,
+                            **fields: Any) -> ActionEvent:
+    """A row about the investigation itself: a verification where it proposed no action (its
+    remedies were advice a person carried out)."""
+    with ledger.writing() as con:
+        row_id = _insert_event(con, inv_id, kind, actor, datetime.now(UTC), fields)
         return _event(fetch(con, "SELECT * FROM action_events WHERE id = ?", [row_id])[0])
 
 
