@@ -123,17 +123,20 @@ def run_record(evs: list[store.Event]) -> RunRecord:
                        for e in evs if e.kind == "verification"])
 
 
-def _recorded(ledger: Ledger, action: ActionRow, status: str, policy: Policy) -> ActionView:
+def _recorded(ledger: Ledger, action: ActionRow, status: str) -> ActionView:
     """A decided action, as the ledger recorded it: nothing judged again."""
     evs = store.events(ledger, action.id)
     ran = run_record(evs)
     binding = store.evidence_binding(ledger, action)
     under = next((a.policy for a in ran.approvers if a.policy), None)
+    bound = next((e for e in evs if e.kind == "approval" and e.evidence_digest), None)
     return ActionView(
         action_id=action.id, investigation_id=action.investigation_id, tool=action.tool,
-        args=action.args, args_hash=store.args_hash(action.args), rationale=action.rationale,
+        args=action.args, args_hash=bound.args_hash if bound and bound.args_hash else
+        store.args_hash(action.args), rationale=action.rationale,
         status=status, command=ran.command, dry_run=ran.diff, notes=[], allowed=False,
-        reasons=[], claims=claims_shown(ledger, action, binding), evidence_digest=binding.digest,
+        reasons=[], claims=claims_shown(ledger, action, binding),
+        evidence_digest=bound.evidence_digest if bound else binding.digest,  # what was approved
         policy=under or "(not recorded)", expires_after_s=0.0, executable=_executable(action)[0],
         ran=ran, approved_by=[a.person for a in ran.approvers],
         why_not_approve=f"action {action.id} is {status}: decided, nothing to approve")
@@ -147,7 +150,7 @@ def view_action(ledger: Ledger, action_id: int, policy: Policy, who: Identity | 
     evs = store.events(ledger, action_id)
     status = store.status_of(evs)
     if status not in OPEN:
-        return _recorded(ledger, action, status, policy)
+        return _recorded(ledger, action, status)
     preview = preview_action(ledger, action_id, policy, ctx, who) if with_preview else \
         _bare_preview(ledger, action, policy, who)
     executable, tool = _executable(action)
