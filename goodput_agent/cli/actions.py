@@ -17,7 +17,8 @@ from goodput_agent.untrusted import json_dumps, line, markup
 
 policy_option = click.option(
     "--policy", "policy_path", type=click.Path(path_type=Path), default=None,
-    help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped conservative one).")
+    help="Approval policy YAML (default: $GOODPUT_POLICY, else policy.yaml beside the ledger, "
+         "else the shipped conservative one).")
 EXIT_REFUSED = 2  # the gate or the policy said no (a ledger row says why)
 EXIT_FAILED = 1  # the approved command ran and failed (its output is in the ledger)
 
@@ -73,6 +74,8 @@ def actions_cmd(investigation_id: str | None, pending: bool, policy_path: Path |
     from goodput_agent.ledger import open_ledger
     from goodput_agent.ledger.actions import actions_of
 
+    if pending and investigation_id:
+        raise BadInput("--pending lists every investigation's: give no INVESTIGATION_ID")
     path = _ledger_path(ledger_path)
     policy = _policy(policy_path, path)
     who = _viewer()
