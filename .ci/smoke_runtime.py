@@ -242,6 +242,10 @@ def full(env: dict[str, str], tmp: Path) -> None:
     else:
         run("approve as someone else: refused, exit 2",
             ["approve", str(first), "--as", "mallory-smoke", "--yes"], env, ok=(2,))
+    run("policy init --approver (the tools this ledger's investigations proposed)",
+        ["policy", "init", "--approver", "smoke-approver"], env)
+    run("policy check (the one beside the ledger)", ["policy", "check"], env)
+    run("actions --pending --json (the queue)", ["actions", "--pending", "--json"], env)
 
     def every_page(base: str) -> None:
         n = crawl(base)

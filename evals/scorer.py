@@ -51,6 +51,8 @@ class CaseResult(BaseModel):
     # is wrong however it is labelled; under an expected `unknown`, any verdict at or below it
     # is an acceptable guess
     max_confidence: float | None = None
+    # a proposal its tool refuses, or a remedy whose premise the report's numbers contradict
+    remedy_problems: list[str] = Field(default_factory=list)
 
     @property
     def over_ceiling(self) -> bool:
@@ -85,6 +87,7 @@ class Scores(BaseModel):
     reliability: list[ReliabilityBin] = Field(default_factory=list)
     # answers whose class matched the key but whose confidence exceeded the key's ceiling
     over_ceiling: int = 0
+    remedy_problems: int = 0  # over every case (CaseResult.remedy_problems)
 
 
 def _same_node(a: str | None, b: str | None) -> bool:
@@ -205,6 +208,7 @@ def naive_slowdown_blame(case_dir: Path) -> tuple[str, str | None, int | None]:
 def score_suite(cases_dir: Path | None = None) -> Scores:
     from goodput_agent.investigate import investigate_bundle
     from goodput_agent.ledger import Ledger
+    from goodput_agent.planner.proposals import report_problems
 
     root = cases_dir or default_cases_dir()
     case_dirs = sorted(p.parent for p in root.glob("*/expected.json"))
@@ -239,7 +243,9 @@ def score_suite(cases_dir: Path | None = None) -> Scores:
                     kind=kind, change_error_s=_change_error(report.latency, expected),
                     windows_given=((report.latency or {}).get("windows") or {}).get("how")
                     == "user", has_change=bool(expected.get("change_at")),
-                    max_confidence=expected.get("max_confidence")))
+                    max_confidence=expected.get("max_confidence"),
+                    remedy_problems=report_problems([(a.tool, a.args) for a in report.actions],
+                                                    report.advice, report.latency)))
         finally:
             ledger.close()
     scores.baseline = "; ".join(BASELINE_WORDS.get(k, k) for k in sorted(kinds))
@@ -283,6 +289,7 @@ def _aggregate(s: Scores) -> None:
             s.per_category[cat]["baseline_rank_accuracy"] = sum(
                 c.baseline_rank == c.expected_rank for c in ranked_here) / len(ranked_here)
         s.confusion[cat] = dict(Counter(c.got_category for c in mine))
+    s.remedy_problems = sum(len(c.remedy_problems) for c in s.cases)
     s.over_ceiling = sum(c.over_ceiling and c.got_category == c.expected_category
                          for c in s.cases)
     cal = calibrate(Scored(confidence=c.confidence, correct=c.category_ok) for c in s.cases)

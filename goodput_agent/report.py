@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from goodput_agent import failure_classes
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.analysis.slowdown_model import Breakdown
 
 SCHEMA_ID = "goodput.report/v1"
@@ -93,6 +94,8 @@ class Report(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
     retry: Retry
     actions: list[ProposedAction] = Field(default_factory=list)
+    # what a person should do that no tool executes, or a change Goodput could not make exact
+    advice: list[Advice] = Field(default_factory=list)
     unread: list[str] = Field(default_factory=list)
     unread_reasons: dict[str, str] = Field(default_factory=dict)
     unknowns: list[str] = Field(default_factory=list)

@@ -147,8 +147,9 @@ def test_planted_escapes_reach_no_terminal_raw(what: str, tmp_path: Path,
     assert (SHOWN in report + shown) is surfaces  # the planted text, as visible escapes
     run("ledger", "list", "--ledger", ledger)
     run("actions", "--ledger", ledger)
+    run("actions", "--pending", "--ledger", ledger)
     for json_cmd in (("investigate", str(bundle)), ("ledger", "show"), ("ledger", "list"),
-                     ("actions",)):
+                     ("actions",), ("actions", "--pending")):
         out, _ = run(*json_cmd, "--json", "--ledger", ledger)
         assert not _decoded_controls(json.loads(out)), json_cmd  # what `jq -r` would print
 

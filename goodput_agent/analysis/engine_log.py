@@ -24,6 +24,7 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
+from goodput_agent.analysis.advice import Advice, Premise
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.events import Event
 from goodput_agent.metrics.source import MissingEvidence
@@ -159,21 +160,38 @@ def _prefill_interference(stats: list[Event]) -> str | None:
             "running requests' decode stalls behind the prompts' prefill")
 
 
-_FIX = {
-    "kv_cache_pressure": (
-        ["more KV-cache memory: a higher --gpu-memory-utilization, a larger "
-         "--tensor-parallel-size, --kv-cache-dtype fp8, or a lower --max-model-len"],
-        ["raising --max-num-seqs: more sequences only preempt each other more"]),
-    "queueing": (
-        ["more capacity for the arrival rate (replicas, rate limiting upstream); when prefill "
-         "dominates, chunked prefill (--max-num-batched-tokens) or a separate pool for long "
-         "prompts"],
-        ["raising --gpu-memory-utilization: the KV cache is not full"]),
-    "prompt_length": (
-        ["smaller prefill chunks (--max-num-batched-tokens) so decode keeps its share of each "
-         "step, or prefill on separate instances (disaggregated prefill)"],
-        ["more replicas for the same traffic: nothing waits, the steps are shared"]),
-}
+def _premise(key: str, op: str, value: float, text: str) -> Premise:
+    return Premise(left=f"verdict.deciding.{key}", op=op, right=value,  # type: ignore[arg-type]
+                   text=text)
+
+
+def _advice(category: str, n: _Numbers) -> tuple[list[Advice], list[str]]:
+    """What would fix the cause, each resting on the engine's own numbers it cites."""
+    if category == "kv_cache_pressure":
+        full = (_premise("preemptions", ">=", 1, f"{n.preemptions} preemptions for lack of "
+                         "KV-cache space") if n.preemptions else
+                _premise("kv_usage_max", ">=", KV_FULL, f"the KV cache reached {_pct(n.kv_max)}"))
+        return [Advice(topic="engine_setting", text="more KV-cache memory: a higher "
+                       "--gpu-memory-utilization, a larger --tensor-parallel-size, "
+                       "--kv-cache-dtype fp8, or a lower --max-model-len", rationale=full.text,
+                       premises=[full])], \
+            ["raising --max-num-seqs: more sequences only preempt each other more"]
+    if category == "queueing":
+        waits = _premise("waiting_share", ">=", MOST, f"requests wait in {n.waiting_share:.0%} "
+                         f"of {n.samples} samples")
+        text = "more capacity: replicas, or rate limiting upstream"
+        if n.prefill_bound():
+            text += ("; the engine is prefill-bound, so chunked prefill "
+                     "(--max-num-batched-tokens) or a separate pool for long prompts")
+        return [Advice(topic="capacity", text=text, rationale=waits.text, premises=[waits])], \
+            ["raising --gpu-memory-utilization: the KV cache is not full"]
+    if category == "prompt_length":
+        return [Advice(topic="engine_setting", text="smaller prefill chunks "
+                       "(--max-num-batched-tokens) so decode keeps its share of each step, or "
+                       "prefill on separate instances (disaggregated prefill)",
+                       rationale="prompt bursts cut generation while nothing waits")], \
+            ["more replicas for the same traffic: nothing waits, the steps are shared"]
+    return [], []
 
 
 def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
@@ -210,11 +228,11 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
                    f"{n.waiting_share:.0%} of {n.samples} samples (max {n.waiting_max}), KV "
                    f"cache at most {_pct(n.kv_max)}, no preemptions: the latency is spent "
                    "outside the engine's queue and cache")
-    would, would_not = _FIX.get(category, ([], []))
+    advice, would_not = _advice(category, n)
     verdict = LatencyVerdict(
         category=category, confidence=min(conf, MAX_CONFIDENCE),
         summary=f"{summary} (from the engine's log: {', '.join(files)})", deciding=deciding,
-        would_fix=would, would_not_fix=would_not,
+        would_fix=[a.text for a in advice], would_not_fix=would_not, advice=advice,
         evidence=_evidence(stats, preemptions, category), alternatives=alternatives,
         unknowns=["latency itself is not measured (no histograms): whether it rose, and by how "
                   "much, is not known from the engine's log"])

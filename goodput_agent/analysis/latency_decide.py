@@ -6,36 +6,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from goodput_agent.analysis.latency_advice import ARRIVALS_ROSE, FLAG_KEYS, latency_advice
 from goodput_agent.analysis.latency_facts import LENGTH_RISE, RISE, Evidence, Facts, fmt, headline
 from goodput_agent.analysis.latency_model import ConfigChange, LatencyVerdict, WindowStats
 from goodput_agent.metrics.source import MissingEvidence
 from goodput_agent.metrics.vllm_names import ConfigRevision
 
-FIXES: dict[str, tuple[list[str], list[str]]] = {
-    "kv_cache_pressure": (
-        ["more KV-cache memory: a higher --gpu-memory-utilization, a larger "
-         "--tensor-parallel-size, --kv-cache-dtype fp8, or a lower --max-model-len",
-         "fewer tokens in flight: cap max_tokens, or add replicas"],
-        ["raising --max-num-seqs: the KV cache is the limit, not the batch size; more "
-         "sequences only preempt each other more",
-         "raising --max-num-batched-tokens: it sizes prefill chunks, not the cache"]),
-    "prompt_length": (
-        ["prefix caching (--enable-prefix-caching) when prompts share a prefix",
-         "tuning --max-num-batched-tokens (chunked prefill) to trade TTFT against ITL",
-         "a separate pool or a length limit for long-prompt traffic"],
-        ["raising --max-num-seqs: requests are not waiting for a batch slot",
-         "raising --gpu-memory-utilization: the KV cache has room"]),
-    "output_length": (
-        ["capping max_tokens in the client or the API gateway",
-         "more replicas, if the longer answers are wanted (they hold slots longer)"],
-        ["engine tuning: per-token latency is as before, the engine is not slower; "
-         "the answers are longer",
-         "raising --max-num-seqs or --gpu-memory-utilization: neither shortens a generation"]),
-    "queueing": (
-        ["more capacity for the arrival rate: more replicas, or rate limiting upstream",
-         "raising --max-num-seqs, when running sits at the limit and the KV cache has room"],
-        ["raising --gpu-memory-utilization: the KV cache is not full",
-         "prompt or output changes: the requests are the same as before"]),
+# what would not fix each cause (what would: latency_advice.FIXES, each with its premise)
+WOULD_NOT_FIX: dict[str, list[str]] = {
+    "kv_cache_pressure": [
+        "raising --max-num-seqs: the KV cache is the limit, not the batch size; more "
+        "sequences only preempt each other more",
+        "raising --max-num-batched-tokens: it sizes prefill chunks, not the cache"],
+    "prompt_length": [
+        "raising --max-num-seqs: requests are not waiting for a batch slot",
+        "raising --gpu-memory-utilization: the KV cache has room"],
+    "output_length": [
+        "engine tuning: inter-token latency is as before, the engine is not slower; the "
+        "answers are longer",
+        "raising --max-num-seqs or --gpu-memory-utilization: neither shortens a generation"],
+    "queueing": [
+        "raising --gpu-memory-utilization: the KV cache is not full",
+        "prompt or output changes: the requests are the same as before"],
 }
 
 
@@ -187,7 +179,7 @@ def _queueing(f: Facts, ev: Evidence, deciding: dict[str, float | None],
                     queue_share_of_mean_rise=f.share("queue"))
     if f.queue_grew():
         why = []
-        if f.rate is not None and f.rate >= 1.15:
+        if f.rate is not None and f.rate >= ARRIVALS_ROSE:
             why.append(f"arrivals rose x{f.rate:.2f} ({fmt(b.arrival_rate_est, '/s')} -> "
                        f"{fmt(i.arrival_rate_est, '/s')})")
         if "max_num_seqs" in changed:
@@ -251,14 +243,17 @@ def _verdict(f: Facts, ev: Evidence, diff: list[ConfigChange], missing: list[Mis
                     for c in diff]
     if config_notes:
         summary += "; configuration diff between the windows: " + "; ".join(config_notes)
-    would, would_not = FIXES[cat]
+    would_not = WOULD_NOT_FIX[cat]
+    explaining = [(c, w) for c in diff if c.key in FLAG_KEYS and c.baseline
+                  and (w := weigh(cat, c)).startswith("explains")]
+    advice = latency_advice(cat, f, explaining, would_not)
     alternatives = [(c, round(min(cf, conf) * 0.5, 2), also.get(c) or t)
                     for c, cf, t in cand[1:]]
     alternatives += [(c, 0.05, w) for c, w in why_not.items()]
     return LatencyVerdict(category=cat, confidence=round(conf, 2), summary=summary,
-                          deciding=deciding, would_fix=list(would),
-                          would_not_fix=list(would_not), evidence=ev.for_verdict(cat),
-                          alternatives=alternatives)
+                          deciding=deciding, would_fix=[a.text for a in advice],
+                          would_not_fix=list(would_not), advice=advice,
+                          evidence=ev.for_verdict(cat), alternatives=alternatives)
 
 
 # the direction of a change that takes capacity away, per cause it can explain

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.events import Event
 from goodput_agent.metrics.source import MissingEvidence, Point, TimeWindow
 
@@ -83,6 +84,8 @@ class LatencyVerdict(BaseModel):
     deciding: dict[str, float | None] = Field(default_factory=dict)  # the numbers that decide
     would_fix: list[str] = Field(default_factory=list)
     would_not_fix: list[str] = Field(default_factory=list)
+    # what to do, each remedy with the measured premise it rests on (latency_advice)
+    advice: list[Advice] = Field(default_factory=list)
     evidence: list[Event] = Field(default_factory=list)  # metric_series events
     alternatives: list[tuple[str, float, str]] = Field(default_factory=list)  # cat, conf, why not
     unknowns: list[str] = Field(default_factory=list)

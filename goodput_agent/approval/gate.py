@@ -100,6 +100,14 @@ def record_refusal(ledger: Ledger, action: ActionRow, actor: str | None, reasons
     return GateRefused(reason)
 
 
+def claims_shown(ledger: Ledger, action: ActionRow, binding: EvidenceBinding
+                 ) -> list[ClaimShown]:
+    texts = {c.id: c.statement or "" for c in store.claim_rows(ledger, action.claim_ids)}
+    return [ClaimShown(id=c.claim_id, category=c.category, status=c.status,
+                       confidence=c.confidence, node=c.node, statement=texts.get(c.claim_id, ""),
+                       evidence_digests=c.evidence_digests) for c in binding.claims]
+
+
 def preview_action(ledger: Ledger, action_id: int, policy: Policy,
                    ctx: ToolContext | None = None, who: Identity | None = None
                    ) -> ActionPreview:
@@ -116,16 +124,11 @@ def preview_action(ledger: Ledger, action_id: int, policy: Policy,
         except Exception as exc:  # noqa: BLE001 - a failed dry run is shown, not raised
             notes.append(f"preview incomplete: {type(exc).__name__}: {exc}".splitlines()[0])
     binding = evidence_binding(ledger, action)
-    texts = {c.id: c.statement or "" for c in store.claim_rows(ledger, action.claim_ids)}
     return ActionPreview(
         action_id=action_id, investigation_id=action.investigation_id, tool=action.tool,
         args=action.args, args_hash=args_hash(action.args), rationale=action.rationale,
         status=action_status(ledger, action_id), command=command, dry_run=dry_run, notes=notes,
-        allowed=not reasons, reasons=reasons,
-        claims=[ClaimShown(id=c.claim_id, category=c.category, status=c.status,
-                           confidence=c.confidence, node=c.node,
-                           statement=texts.get(c.claim_id, ""),
-                           evidence_digests=c.evidence_digests) for c in binding.claims],
+        allowed=not reasons, reasons=reasons, claims=claims_shown(ledger, action, binding),
         evidence_digest=binding.digest, policy=policy.source,
         expires_after_s=policy.approval.expires_after.total_seconds())
 

@@ -245,10 +245,35 @@ def default_policy_text() -> str:
     return resources.files("goodput_agent.policies").joinpath("default.yaml").read_text("utf-8")
 
 
+# The policy every command and page of one ledger judges by, unless told otherwise: a file
+# beside the ledger (`goodput policy init` writes it), so `goodput actions`, `approve`, the
+# pages and the API agree on one policy without each being given it.
+SITE_POLICY = "policy.yaml"
+
+
+def site_policy_path(ledger: Path) -> Path:
+    return ledger.absolute().parent / SITE_POLICY
+
+
+def policy_path_for(explicit: Path | None, ledger: Path | None) -> Path | None:
+    """--policy, else $GOODPUT_POLICY, else the policy beside the ledger if there is one;
+    None: the shipped default."""
+    import os
+
+    env = os.environ.get("GOODPUT_POLICY")
+    if explicit or env:  # absolute: an approval records the policy it was given under
+        return (explicit or Path(env or "")).absolute()
+    beside = site_policy_path(ledger) if ledger is not None else None
+    return beside if beside is not None and beside.is_file() else None
+
+
+SHIPPED_SOURCE = "policies/default.yaml"  # the shipped default's name: not a file to edit
+
+
 def load_policy(path: Path | None = None) -> Policy:
     """The policy in `path`, or the shipped conservative default."""
     if path is None:
-        return parse_policy(default_policy_text(), "policies/default.yaml")
+        return parse_policy(default_policy_text(), SHIPPED_SOURCE)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

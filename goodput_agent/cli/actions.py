@@ -4,34 +4,32 @@ acts within policy, and the re-measurement says whether the fix worked."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.panel import Panel
-from rich.syntax import Syntax
-from rich.table import Table
 
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, line, markup, visible
+from goodput_agent.untrusted import json_dumps, line, markup
 
 policy_option = click.option(
     "--policy", "policy_path", type=click.Path(path_type=Path), default=None,
-    help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped conservative one).")
+    help="Approval policy YAML (default: $GOODPUT_POLICY, else policy.yaml beside the ledger, "
+         "else the shipped conservative one).")
 EXIT_REFUSED = 2  # the gate or the policy said no (a ledger row says why)
 EXIT_FAILED = 1  # the approved command ran and failed (its output is in the ledger)
 
 
-def _policy(path: Path | None):  # noqa: ANN202 - a Policy
-    from goodput_agent.approval.policy import load_policy
+def _policy(path: Path | None, ledger: Path | None = None):  # noqa: ANN202 - a Policy
+    """--policy, else $GOODPUT_POLICY, else the policy beside the ledger, else the shipped
+    one: the same one the ledger's pages use."""
+    from goodput_agent.approval.policy import load_policy, policy_path_for
+    from goodput_agent.ledger import default_ledger_path
 
-    env = os.environ.get("GOODPUT_POLICY")
-    return load_policy(path or (Path(env) if env else None))
+    return load_policy(policy_path_for(path, ledger or default_ledger_path()))
 
 
 def _ledger_path(path: Path | None) -> Path:
@@ -59,75 +57,64 @@ cluster_options = [
 
 @click.command("actions")
 @click.argument("investigation_id", required=False)
+@click.option("--pending", is_flag=True,
+              help="What waits for a decision across investigations, oldest first: who may "
+                   "approve each, approvals needed and given, expiry, the evidence digest.")
 @policy_option
 @json_option
 @ledger_option
-def actions_cmd(investigation_id: str | None, policy_path: Path | None, as_json: bool,
-                ledger_path: Path | None) -> None:
-    """Proposed actions of an investigation (default: the latest), with their status, the
-    claim they rest on, and whether the policy would allow them."""
-    from goodput_agent.approval.gate import preview_action
+def actions_cmd(investigation_id: str | None, pending: bool, policy_path: Path | None,
+                as_json: bool, ledger_path: Path | None) -> None:
+    """Proposed actions of an investigation (default: the latest), or with --pending the queue
+    of every investigation's: their status, the claim they rest on, and the policy's decision
+    for you (what a refusal needs: the policy lines to add). Decided actions show what ran."""
+    from goodput_agent.approval.decision import view_action
+    from goodput_agent.approval.queue import pending as queue_of
+    from goodput_agent.cli.action_views import action_block, render_queue, render_run
     from goodput_agent.ledger import open_ledger
     from goodput_agent.ledger.actions import actions_of
 
-    policy = _policy(policy_path)
-    with open_ledger(_ledger_path(ledger_path), read_only=True) as lg:
-        inv = investigation_id or lg.latest_investigation_id()
-        if inv is None or not lg.has_investigation(inv):
-            raise BadInput(f"{lg.path}: no investigation {investigation_id or '(empty ledger)'}")
-        previews = [preview_action(lg, a.id, policy, None) for a in actions_of(lg, inv)]
-    if as_json:
-        _echo_json({"investigation_id": inv, "actions": [p.model_dump(mode="json")
-                                                        for p in previews]})
-        return
+    if pending and investigation_id:
+        raise BadInput("--pending lists every investigation's: give no INVESTIGATION_ID")
+    path = _ledger_path(ledger_path)
+    policy = _policy(policy_path, path)
+    who = _viewer()
+    with open_ledger(path, read_only=True) as lg:
+        if pending:
+            q = queue_of(lg, policy, who)
+        else:
+            inv = investigation_id or lg.latest_investigation_id()
+            if inv is None or not lg.has_investigation(inv):
+                raise BadInput(f"{lg.path}: no investigation "
+                               f"{investigation_id or '(empty ledger)'}")
+            views = [view_action(lg, a.id, policy, who) for a in actions_of(lg, inv)]
     console = TerminalConsole()
+    if pending:
+        if as_json:
+            _echo_json(q.model_dump(mode="json"))
+        else:
+            render_queue(q, console)
+        return
+    if as_json:
+        _echo_json({"investigation_id": inv, "policy": policy.source,
+                    "actions": [v.model_dump(mode="json") for v in views]})
+        return
     console.print(f"[bold]Actions of {markup(inv)}[/] (policy {markup(policy.source)})")
-    for p in previews:
-        console.print(_action_block(p))
+    for v in views:
+        console.print(action_block(v))
+        if v.ran is not None:
+            render_run(v.ran, console, title=f"What ran (action {v.action_id})")
 
 
-def _action_block(p: Any) -> Table:
-    """One action as label/value rows: readable at any terminal width, unlike one wide row."""
-    t = Table.grid(padding=(0, 2))
-    t.add_column(style="dim", no_wrap=True)
-    t.add_column(overflow="fold")
-    t.add_row(f"#{p.action_id}", f"[bold]{markup(p.tool)}[/]  {markup(p.status)}")
-    t.add_row("args", markup(" ".join(f"{k}={json.dumps(v)}" for k, v in p.args.items())))
-    if p.rationale:
-        t.add_row("why", markup(p.rationale))
-    t.add_row("claims", markup(", ".join(f"#{c.id} {c.category} ({c.confidence:.2f})"
-                                         for c in p.claims) or "none"))
-    t.add_row("policy", "[green]allowed[/]" if p.allowed else
-              "[red]denied[/]: " + markup("; ".join(p.reasons)))
-    t.add_row("", "")
-    return t
+def _viewer() -> Any:
+    """The person asking (the login user), for whom the decisions are made; None when the
+    account has no name (the decisions then hold for anyone the policy lists)."""
+    from goodput_agent.approval.identity import NotAuthenticated, login_identity
 
-
-def render_preview(p: Any, console: Console) -> None:
-    lines = [f"[bold]{markup(p.tool)}[/]  action {p.action_id} of "
-             f"{markup(p.investigation_id)}  status {markup(p.status)}",
-             f"args hash {markup(p.args_hash)}", f"evidence {markup(p.evidence_digest)}"]
-    for c in p.claims:
-        lines.append(markup(f"claim #{c.id} ({c.category}, {c.status}, confidence "
-                            f"{c.confidence:.2f}{', node ' + c.node if c.node else ''}): "
-                            f"{c.statement}"))
-        lines.append(f"  evidence digests: {markup(', '.join(c.evidence_digests)) or 'none'}")
-    if p.rationale:
-        lines.append(f"why: {markup(p.rationale)}")
-    console.print(Panel("\n".join(lines), title="Proposed action"))
-    console.print(Panel(markup(p.command or "(no command: see the reasons)"),
-                        title="Exactly what runs"))
-    if p.dry_run:
-        console.print(Panel(Syntax(visible(p.dry_run), "diff", word_wrap=True),
-                            title="Dry run / diff"))
-    for n in p.notes:
-        console.print(f"note: {markup(n)}")
-    if p.allowed:
-        console.print(f"[green]policy {markup(p.policy)}: allowed[/] (approval expires after "
-                      f"{p.expires_after_s / 60:g} min, single use)")
-    else:
-        for r in p.reasons:
-            console.print(f"[red]policy: {markup(r)}[/]")
+    try:
+        return login_identity()
+    except NotAuthenticated:
+        return None
 
 
 def _authenticated(lg: Any, action_id: int, as_name: str | None, policy: Any) -> Any:
@@ -169,16 +156,22 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
     (exit 2, with a ledger row) whenever the policy, the approval or your identity says no."""
     from goodput_agent.approval import store
     from goodput_agent.approval.decide import approve_and_execute, live_context
-    from goodput_agent.approval.gate import GateRefused, preview_action
+    from goodput_agent.approval.decision import run_record, view_action
+    from goodput_agent.approval.gate import GateRefused
+    from goodput_agent.cli.action_views import render_preview, render_run
     from goodput_agent.ledger import open_ledger
 
-    policy = _policy(policy_path)
+    path = _ledger_path(ledger_path)
+    policy = _policy(policy_path, path)
     console = TerminalConsole(stderr=as_json)
-    with open_ledger(_ledger_path(ledger_path)) as lg:
+    with open_ledger(path) as lg:
         who = _authenticated(lg, action_id, approver, policy)
         ctx = live_context(store.action_row(lg, action_id).tool, slurm_conf, kubeconfig)
-        p = preview_action(lg, action_id, policy, ctx, who)
-        render_preview(p, console)
+        p = view_action(lg, action_id, policy, who, ctx)
+        if p.ran is not None:
+            render_run(p.ran, console, title=f"Action {action_id} is {p.status}")
+        else:
+            render_preview(p, console)
         result: dict[str, Any] = {"preview": p.model_dump(mode="json"),
                                   "approver": who.model_dump()}
         if p.allowed and p.status != "executing" and not yes and not click.confirm(
@@ -192,11 +185,12 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
                 _echo_json(result)
             click.echo(f"goodput: refused: {line(exc.reason)}", err=True)
             sys.exit(EXIT_REFUSED)
+        ran = run_record(store.events(lg, action_id)) if decision.execution else None
     result.update(decision.model_dump(mode="json"))
     if as_json:
         _echo_json(result)
-    elif decision.execution is not None:
-        _render_execution(decision.execution, console)
+    elif ran is not None:
+        render_run(ran, console)
     elif decision.waiting:
         console.print(markup(decision.waiting))
     if decision.refused:
@@ -204,21 +198,6 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
         sys.exit(EXIT_REFUSED)
     if decision.execution is not None and not decision.execution.ok:
         sys.exit(EXIT_FAILED)
-
-
-def _render_execution(e: Any, console: Console) -> None:
-    out = (e.detail or {}).get("output") or {}
-    style = "green" if e.ok else "red"
-    body = [f"[{style}]{'executed' if e.ok else 'FAILED'}[/] (row {e.id}, approval "
-            f"{e.approval_id})"]
-    if e.reason:
-        body.append(markup(e.reason))
-    for r in out.get("results") or []:
-        body.append(f"$ {markup(' '.join(r['argv']))}  -> rc {markup(r['rc'])}")
-        body += [markup(x) for x in (r["stdout"].strip(), r["stderr"].strip()) if x]
-    if out.get("response") is not None:
-        body.append(markup(json.dumps(out["response"], default=str)[:1500]))
-    console.print(Panel("\n".join(body), title="Execution"))
 
 
 @click.command("reject")
@@ -235,113 +214,14 @@ def reject_cmd(action_id: int, approver: str | None, why: str, policy_path: Path
     from goodput_agent.approval.gate import reject_action
     from goodput_agent.ledger import open_ledger
 
-    with open_ledger(_ledger_path(ledger_path)) as lg:
-        who = _authenticated(lg, action_id, approver, _policy(policy_path))
+    path = _ledger_path(ledger_path)
+    with open_ledger(path) as lg:
+        who = _authenticated(lg, action_id, approver, _policy(policy_path, path))
         row = reject_action(lg, action_id, who, why)
     if as_json:
         _echo_json(row.model_dump(mode="json"))
     else:
         click.echo(line(f"action {action_id} rejected by {who.shown()}: {why} (row {row.id})"))
-
-
-@click.group("policy")
-def policy_group() -> None:
-    """Approval policies."""
-
-
-@policy_group.command("check")
-@click.argument("file", type=click.Path(path_type=Path), required=False)
-@json_option
-def policy_check(file: Path | None, as_json: bool) -> None:
-    """Validate a policy file (default: the shipped one); errors name the file and line."""
-    from goodput_agent.approval.policy import load_policy
-
-    p = load_policy(file)
-    enabled = {n: t.approvers for n, t in p.tools.items() if t.enabled}
-    if as_json:
-        _echo_json({"ok": True, "file": p.source, "enabled": enabled,
-                    "policy": p.model_dump(mode="json")})
-        return
-    click.echo(f"{line(p.source)}: ok; approvals expire after "
-               f"{p.approval.expires_after.total_seconds() / 60:g} min; "
-               f"{len(enabled)} of {len(p.tools)} listed tools enabled"
-               + "".join(f"\n  {n}: approvers {', '.join(a) or 'none'}"
-                         for n, a in enabled.items()))
-
-
-@click.command("verify")
-@click.argument("investigation_id")
-@click.option("--after", "after", type=click.Path(path_type=Path), default=None,
-              help="Bundle collected after the fix (same layout as the investigated one).")
-@click.option("--slurm-job", "slurm_job", default=None, metavar="JOB",
-              help="Failure: collect the job (and sinfo -R) from Slurm now as the after bundle.")
-@click.option("--slurm-conf", type=click.Path(path_type=Path), default=None,
-              help="With --slurm-job: slurm.conf of the cluster (default: $SLURM_CONF).")
-@click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
-              help="Latency: measure the after window live from this Prometheus instead.")
-@click.option("--since", "since_text", default=None, metavar="WINDOW",
-              help="With --prometheus: the after window (2h, or START/END); default: 1h.")
-@click.option("--before", "before", type=click.Path(path_type=Path), default=None,
-              help="The investigated bundle (default: the investigation's own target).")
-@json_option
-@ledger_option
-def verify_cmd(investigation_id: str, after: Path | None, slurm_job: str | None,
-               slurm_conf: Path | None, prometheus_url: str | None,
-               since_text: str | None, before: Path | None, as_json: bool,
-               ledger_path: Path | None) -> None:
-    """Re-measure after the fix: recovered / partly / not_recovered / regressed_elsewhere, or
-    incomparable (exit 3) when the conditions differ. The verdict becomes a ledger row."""
-    from goodput_agent.ledger import open_ledger
-    from goodput_agent.verify.run import verify_investigation
-
-    source = window = None
-    if prometheus_url:
-        from goodput_agent.metrics.prometheus import PrometheusSource
-        from goodput_agent.timespec import looking_back
-
-        window = looking_back(since_text or "1h")
-        source = PrometheusSource(prometheus_url, horizon=window)
-    if slurm_job:
-        after = _collect_after(slurm_job, slurm_conf, _ledger_path(ledger_path), investigation_id)
-    with open_ledger(_ledger_path(ledger_path)) as lg:
-        result, rows = verify_investigation(lg, investigation_id, after, before, source=source,
-                                            window=window)
-    if as_json:
-        _echo_json({**result.model_dump(mode="json"), "ledger_rows": rows})
-    else:
-        render_verification(result, TerminalConsole())
-    if result.verdict == "incomparable":
-        sys.exit(3)
-
-
-def _collect_after(job: str, slurm_conf: Path | None, ledger: Path, inv_id: str) -> Path:
-    """The job as Slurm knows it now, collected beside the ledger (kept: it is the evidence)."""
-    from datetime import UTC, datetime
-
-    from goodput_agent.collect.slurm import collect_slurm_job
-    from goodput_agent.sources.slurm import SlurmCLI
-
-    out = ledger.parent / "reports" / inv_id / f"after-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    collect_slurm_job(job, out, SlurmCLI(slurm_conf=str(slurm_conf) if slurm_conf else None))
-    return out
-
-
-def render_verification(r: Any, console: Console) -> None:
-    color = {"recovered": "green", "partly": "yellow", "incomparable": "cyan"}.get(r.verdict,
-                                                                                   "red")
-    body = [f"[bold {color}]{markup(r.verdict)}[/]  {markup(r.summary)}"]
-    body += [f"condition: {markup(c)}" for c in r.conditions]
-    console.print(Panel("\n".join(body), title=f"Verify ({r.kind})"))
-    if r.phases:
-        t = Table(title="Before / after", expand=True)
-        for col in ("phase", "healthy", "before", "after"):
-            t.add_column(col, justify="left" if col == "phase" else "right")
-        for p in r.phases:
-            t.add_row(markup(p.phase), *("—" if v is None else f"{v:.3g} {p.unit}"
-                                 for v in (p.healthy, p.before, p.after)))
-        console.print(t)
-    for n in [*r.notes, *(f"evidence: {e}" for e in r.evidence[:10])]:
-        console.print(f"[dim]{markup(n)}[/]")
 
 
 @click.command("propose")
@@ -362,11 +242,13 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
     """Record an exact proposal a person completes (where the remedy could only say a config
     change in words — its `missing` argument says why — this names the file and the edits).
     It still needs an approval to run."""
+    from goodput_agent.approval.decision import view_action
     from goodput_agent.approval.identity import cli_identity
     from goodput_agent.ledger import open_ledger
     from goodput_agent.toolkit import MutatingTool, registry
 
-    who = cli_identity(author, _policy(None).approval.delegates)
+    policy = _policy(None, ledger_path)
+    who = cli_identity(author, policy.approval.delegates)
     t = registry().get(tool)
     if not isinstance(t, MutatingTool):
         raise BadInput(f"{tool}: not a mutating tool; known: "
@@ -387,8 +269,29 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
                            f"{sorted(set(claims) - set(known)) or ''}".rstrip())
         aid = lg.record_action(investigation_id, tool, args, True,
                                f"proposed by {who.shown()}: {why.strip()}", claims)
+        view = view_action(lg, aid, policy, None, with_preview=False)
     if as_json:
-        _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims})
-    else:
-        click.echo(line(f"action {aid} proposed: {tool} {json.dumps(args)} (approve with "
-                        f"`goodput approve {aid} --as NAME`)"))
+        _echo_json({"action_id": aid, "tool": tool, "args": args, "claims": claims,
+                    "policy": view.policy, "allowed": view.allowed, "reasons": view.reasons,
+                    "approvers": view.approvers,
+                    "fix": view.fix.model_dump(mode="json") if view.fix else None})
+        return
+    click.echo(line(f"action {aid} proposed: {tool} {json.dumps(args)}"))
+    _say_decision(view, aid)
+
+
+def _say_decision(view: Any, aid: int) -> None:
+    """Whether the policy lets anyone approve it, at once: who may, or what to add."""
+    if view.allowed:
+        who = ", ".join(view.approvers) or "nobody (the policy names no approver)"
+        click.echo(line(f"policy {view.policy}: allowed; {who} may "
+                        f"approve it (goodput approve {aid}, or its page /actions/{aid})"))
+        return
+    click.echo(line(f"policy {view.policy}: denied: {'; '.join(view.reasons)}"))
+    if view.fix is not None and view.fix.init:
+        click.echo(line(f"no policy of this site's yet: {view.fix.init} writes one"))
+    if view.fix is not None:
+        click.echo(f"to allow it, add to {line(view.fix.policy)}:")
+        click.echo("\n".join(line(x) for x in view.fix.lines.rstrip().splitlines()))
+        for r in view.fix.remaining:
+            click.echo(line(f"no policy line changes this: {r}"))

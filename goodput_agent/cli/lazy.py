@@ -25,8 +25,8 @@ LAZY_COMMANDS = {
     "actions": "actions:actions_cmd",
     "approve": "actions:approve_cmd",
     "reject": "actions:reject_cmd",
-    "verify": "actions:verify_cmd",
-    "policy": "actions:policy_group",
+    "verify": "verify:verify_cmd",
+    "policy": "policy:policy_group",
     "propose": "actions:propose_cmd",
     "token": "tokens:token_group",
 }

@@ -99,6 +99,10 @@ def render_report(report: Report, console: Console) -> None:
             t.add_row(str(a.id), markup(a.tool), markup(json.dumps(a.args)),
                       "yes" if a.mutating else "no", markup(a.rationale))
         console.print(t)
+    if report.advice:
+        from goodput_agent.cli.action_views import render_advice
+
+        render_advice(report.advice, console)
     notes = [*(f"unknown: {u}" for u in report.unknowns),
              *unread_notes(report.unread_reasons)]
     if report.clock:
@@ -241,7 +245,7 @@ def render_record(rec: InvestigationRecord, console: Console,
                   f"{tc['duration_ms']:.1f}", markup(str(tc["output_summary"])[:80]),
                   markup(tc["error"] or ""))
     console.print(t)
-    if rec.actions:  # with what happened to each: approvals, executions, verifications
+    if rec.actions or rec.action_events:  # what happened to each; a verification of advice
         from goodput_agent.cli.render_actions import render_action_chain
 
         render_action_chain(rec, console)

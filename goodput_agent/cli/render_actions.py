@@ -74,4 +74,27 @@ def render_action_chain(rec: InvestigationRecord, console: Console) -> None:
             node.add(f"proposal: {markup(a['rationale'])}")
         for e in (e for e in rec.action_events if e["action_id"] == a["id"]):
             node.add(f"[{_STYLE.get(e['kind'], '')}]{markup(_event_text(e))}[/]")
+    own = [e for e in rec.action_events if e["action_id"] is None]
+    if own:  # no action proposed: the advice was carried out by a person, then measured
+        node = root.add("the investigation itself (advice carried out by a person)")
+        for e in own:
+            node.add(f"[{_STYLE.get(e['kind'], '')}]{markup(_event_text(e))}[/]")
     console.print(root)
+    render_what_ran(rec, console)
+
+
+def render_what_ran(rec: InvestigationRecord, console: Console) -> None:
+    """Each action Goodput ran (or that was rejected), exactly as the ledger recorded it, as
+    `goodput actions` shows it: the command, exit status and output, the diff, who approved
+    and how authenticated, under which policy, and the verification."""
+    from goodput_agent.approval.decision import run_record
+    from goodput_agent.approval.store import Event
+    from goodput_agent.cli.action_views import render_run
+
+    for a in rec.actions:
+        evs = [Event(**{**e, "detail": json.loads(e["detail_json"]) if e.get("detail_json")
+                        else e.get("detail")})
+               for e in rec.action_events if e["action_id"] == a["id"]]
+        if any(e.kind in ("execution_started", "rejection") for e in evs):
+            render_run(run_record(evs), console,
+                       title=f"What ran: action #{a['id']} {a['tool']}")

@@ -3,7 +3,6 @@ rank/node timeline picture as an SVG file."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,8 @@ def _networks(cidrs: tuple[str, ...]) -> list[str]:
 # what the review pages are told, beside where they listen: shared by `serve` and `watch --serve`
 page_options = [
     click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
-                 help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one)."),
+                 help="Approval policy YAML (default: $GOODPUT_POLICY, else policy.yaml beside "
+                      "the ledger, else the shipped one)."),
     click.option("--token-file", type=click.Path(path_type=Path), default=None,
                  help="File holding the shared access token (default: $GOODPUT_SERVE_TOKEN); "
                       "required beyond loopback. It lets a client read, not approve."),
@@ -58,14 +58,13 @@ page_options = [
 def serve_config(ledger: Path, host: str, flags: dict[str, Any], slurm_conf: Path | None,
                  kubeconfig: Path | None) -> Any:
     """The pages' configuration from page_options' flags; BadInput on a broken one."""
-    from goodput_agent.approval.policy import load_policy
+    from goodput_agent.approval.policy import load_policy, policy_path_for
     from goodput_agent.web.app import ServeConfig
     from goodput_agent.web.security import configured_token, require_token_for
 
     token = configured_token(flags.pop("token_file"))
     require_token_for(host, token)
-    env = os.environ.get("GOODPUT_POLICY")
-    policy = flags.pop("policy_path") or (Path(env) if env else None)
+    policy = policy_path_for(flags.pop("policy_path"), ledger)
     load_policy(policy)  # a broken policy is one line now, not an error on the first click
     return ServeConfig(
         ledger=ledger, host=host, token=token, policy_path=policy,
@@ -118,7 +117,7 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
 
     cap_malloc_arenas()  # a long-running server whose request threads come and go
     ledger = _ledger(ledger_path)
-    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)  # its errors first
+    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)  # an unsafe bind first
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
     shown = "localhost" if host in ("127.0.0.1", "::1") else host

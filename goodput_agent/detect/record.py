@@ -15,11 +15,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from goodput_agent import __version__
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.detect.assess import Finding
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import ClaimDraft, Conclusion, ProposalDraft
 from goodput_agent.planner.loop import record_conclusion
+from goodput_agent.planner.proposals import JobRefs, settle
 from goodput_agent.report import Report, Retry
 
 PLANNER = "live-detect"
@@ -53,7 +55,8 @@ def _kind(f: Finding) -> tuple[str, str]:
     return "failure", "unknown"
 
 
-def proposals(f: Finding, scheduler: str, job: str | None) -> list[ProposalDraft]:
+def proposals(f: Finding, scheduler: str, job: str | None
+              ) -> tuple[list[ProposalDraft], list[Advice]]:
     """Hardware signs on one node (a rank stuck in a CUDA call, a node throttled or slow
     against its peers) -> take the node out and rerun without it; a rank stuck in its own
     data or I/O -> advice, no cluster action; culprit unknown -> what to collect."""
@@ -64,29 +67,33 @@ def proposals(f: Finding, scheduler: str, job: str | None) -> list[ProposalDraft
     if hardware and f.node:
         why = f.summary[:300]
         if scheduler == "kubernetes":
-            return [ProposalDraft(tool="k8s_cordon_node", mutating=True, rationale=why,
-                                  args={"node": f.node})]
+            return [ProposalDraft(tool="k8s_cordon_node", rationale=why,
+                                  args={"node": f.node})], []
         if scheduler != "slurm":  # a job known only by its metrics: no scheduler to ask
-            return [ProposalDraft(tool="node_service", mutating=False, rationale=why, args={
-                "node": f.node, "advice": "take the node out of service and rerun without it"})]
-        out = [ProposalDraft(tool="slurm_drain_node", mutating=True, rationale=why,
+            return [], [Advice(topic="node_service", rationale=why, details={"node": f.node},
+                               text=f"take {f.node} out of service and rerun without it",
+                               missing="the job is known only by its metrics: no scheduler "
+                                       "to drain the node through")]
+        out = [ProposalDraft(tool="slurm_drain_node", rationale=why,
                              args={"node": f.node, "reason": f"goodput: {f.kind} of job {job}"})]
         if job:
-            out.append(ProposalDraft(tool="slurm_requeue_job", mutating=True, rationale=why,
+            out.append(ProposalDraft(tool="slurm_requeue_job", rationale=why,
                                      args={"job": job, "exclude": [f.node],
                                            "resume_from_checkpoint": True}))
-        return out
+        return out, []
     if f.kind in ("hang", "straggler") and f.culprit_ranks:
         place = f.stacks.culprits[0] if f.stacks and f.stacks.culprits else None
-        return [ProposalDraft(tool="code_fix", mutating=False, rationale=f.summary[:300], args={
-            "rank": f.rank, "node": f.node, "state": place.state if place else None,
-            "where": place.where if place else None})]
+        return [], [Advice(topic="code_fix", rationale=f.summary[:300],
+                           text=f"look at rank {f.rank}'s own work"
+                                + (f" ({place.state} in {place.where})" if place else ""),
+                           details={"rank": f.rank, "node": f.node,
+                                    "state": place.state if place else None,
+                                    "where": place.where if place else None})]
     if f.kind == "hang":
-        return [ProposalDraft(tool="collect_stacks", mutating=False, rationale=f.summary[:300],
-                              args={"how": "install py-spy where the ranks run (and allow "
-                                    "ptrace); enable Flight Recorder "
-                                    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000"})]
-    return []
+        return [], [Advice(topic="collect_stacks", rationale=f.summary[:300],
+                           text="install py-spy where the ranks run (and allow ptrace); enable "
+                                "Flight Recorder TORCH_NCCL_TRACE_BUFFER_SIZE=2000")]
+    return [], []
 
 
 def conclusion(f: Finding, support: list[Event], against: list[Event], scheduler: str,
@@ -101,8 +108,9 @@ def conclusion(f: Finding, support: list[Event], against: list[Event], scheduler
     if f.kind == "hang":
         retry = Retry(useful=None, why="a rank stuck in its own work usually sticks again; "
                       "rerun without the node only when the signs are the hardware's")
-    return Conclusion(kind=kind, claims=[verdict], retry=retry,
-                      proposals=proposals(f, scheduler, job),
+    drafts, advice = proposals(f, scheduler, job)
+    ready, advice = settle(drafts, advice, JobRefs())
+    return Conclusion(kind=kind, claims=[verdict], retry=retry, proposals=ready, advice=advice,
                       unknowns=[*f.unknowns, *unknowns, *f.stall.notes])
 
 

@@ -57,7 +57,7 @@ class ClaimRow(BaseModel):
 
 class ActionEvent(BaseModel):
     id: int
-    action_id: int
+    action_id: int | None  # None: the investigation's own row (a verification, no action)
     investigation_id: str
     kind: str
     actor: str | None
@@ -90,6 +90,22 @@ def actions_of(ledger: Ledger, inv_id: str) -> list[ActionRow]:
     """An investigation's proposals (those it is still staging too), in order."""
     rows = ledger.rows("SELECT * FROM actions WHERE investigation_id = ? ORDER BY id", [inv_id])
     return [_action(r) for r in rows + ledger.staged_rows(inv_id, "actions")]
+
+
+def waiting(ledger: Ledger, limit: int = 500) -> list[ActionRow]:
+    """Proposals across investigations that wait for a decision (nothing ended them: no
+    rejection, no execution started), oldest first."""
+    rows = ledger.rows(
+        "SELECT * FROM actions a WHERE NOT EXISTS (SELECT 1 FROM action_events e WHERE "
+        "e.action_id = a.id AND e.kind IN ('rejection', 'execution_started', 'execution', "
+        "'verification')) ORDER BY a.created_at, a.id LIMIT ?", [limit])
+    return [_action(r) for r in rows]
+
+
+def recent(ledger: Ledger, limit: int = 5000) -> list[ActionRow]:
+    """The newest proposals of every investigation (what tools a site's incidents call for)."""
+    return [_action(r) for r in ledger.rows(
+        "SELECT * FROM actions ORDER BY id DESC LIMIT ?", [limit])]
 
 
 def claims(ledger: Ledger, ids: list[int], inv_id: str | None = None) -> list[ClaimRow]:
@@ -149,13 +165,16 @@ def investigation_events(ledger: Ledger, inv_id: str) -> list[ActionEvent]:
         "SELECT * FROM action_events WHERE investigation_id = ? ORDER BY id", [inv_id])]
 
 
-def _insert_event(con: duckdb.DuckDBPyConnection, act: ActionRow, kind: str,
+def _insert_event(con: duckdb.DuckDBPyConnection, act: ActionRow | str, kind: str,
                   actor: str | None, at: datetime, fields: dict[str, Any]) -> int:
+    """`act`: the action, or an investigation's id for its own row (no action)."""
     assert kind in KINDS, kind
     row_id = int(con.execute("SELECT nextval('row_ids')").fetchone()[0])
     detail = fields.get("detail")
+    action_id, inv_id, tool = (None, act, None) if isinstance(act, str) else (
+        act.id, act.investigation_id, act.tool)
     con.execute(insert_sql("action_events"), [
-        row_id, act.id, act.investigation_id, kind, actor, at, act.tool,
+        row_id, action_id, inv_id, kind, actor, at, tool,
         fields.get("args_hash"), fields.get("evidence_digest"), fields.get("approval_id"),
         fields.get("expires_at"), fields.get("ok"), fields.get("reason"),
         canonical_json(detail) if detail is not None else None])
@@ -171,6 +190,15 @@ def add_event(ledger: Ledger, act: ActionRow, kind: str, *, actor: str | None,
               now: datetime | None = None, **fields: Any) -> ActionEvent:
     with ledger.writing() as con:
         row_id = _insert_event(con, act, kind, actor, now or datetime.now(UTC), fields)
+        return _event(fetch(con, "SELECT * FROM action_events WHERE id = ?", [row_id])[0])
+
+
+def add_investigation_event(ledger: Ledger, inv_id: str, kind: str, *, actor: str | None,
+                            **fields: Any) -> ActionEvent:
+    """A row about the investigation itself: a verification where it proposed no action (its
+    remedies were advice a person carried out)."""
+    with ledger.writing() as con:
+        row_id = _insert_event(con, inv_id, kind, actor, datetime.now(UTC), fields)
         return _event(fetch(con, "SELECT * FROM action_events WHERE id = ?", [row_id])[0])
 
 

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.analysis.slowdown_model import Breakdown
 from goodput_agent.events import Event
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
@@ -40,9 +41,9 @@ class ClaimDraft(BaseModel):
 
 
 class ProposalDraft(BaseModel):
-    tool: str
+    tool: str  # a mutating tool (planner/proposals.py turns anything else into advice)
     args: dict[str, Any]
-    mutating: bool
+    mutating: bool = True
     rationale: str
 
 
@@ -54,6 +55,7 @@ class Conclusion(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
     retry: Retry
     proposals: list[ProposalDraft] = Field(default_factory=list)
+    advice: list[Advice] = Field(default_factory=list)  # for a person: no tool, no approval
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
     clock: ClockNote | None = None

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from goodput_agent.ledger import Ledger, digest
 from goodput_agent.ledger.chat import claims_of
 from goodput_agent.ledger.records import count
-from goodput_agent.planner.base import UNPARSED_ARGS, StepResult, ToolCall
+from goodput_agent.planner.base import UNPARSED_ARGS, ProposalDraft, StepResult, ToolCall
 from goodput_agent.planner.claude_client import (
     ContextExceeded,
     DeadlineReached,
@@ -37,6 +37,7 @@ from goodput_agent.planner.claude_tools import (
     tool_definitions,
 )
 from goodput_agent.planner.loop import execute
+from goodput_agent.planner.proposals import JobRefs, checked
 from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import CATEGORIES
 from goodput_agent.toolkit import ToolContext, registry
@@ -266,19 +267,18 @@ class Agent:
         return claims_of(self.ledger, self.inv_id)
 
     def _propose_action(self, a: ProposeActionInput) -> ToolOutcome:
-        tool = registry().get(a.tool)
-        if tool is None:
-            return ToolOutcome(f"refused: no tool named {a.tool!r}", True)
         missing = [c for c in a.claim_ids if c not in self._claims()]
         if missing:
             return ToolOutcome(f"refused: unknown claim ids {missing}", True)
-        try:
-            tool.input_model.model_validate(a.args)
-        except ValidationError as exc:
-            return ToolOutcome(f"refused: invalid {a.tool} arguments: "
-                               f"{exc.errors()[0]['msg']}", True)
-        aid = self.ledger.record_action(self.inv_id, a.tool, redact_data(a.args),
-                                        not tool.read_only, redact(a.rationale), a.claim_ids)
+        inv = self.ctx.bundle.inventory if self.ctx.bundle is not None else None
+        draft = checked(ProposalDraft(tool=a.tool, args=a.args, rationale=a.rationale),
+                        JobRefs.read(inv))
+        if not isinstance(draft, ProposalDraft):
+            return ToolOutcome(f"refused: {draft.missing}; a proposal names a mutating tool "
+                               "and the exact arguments it runs with (advice for a person "
+                               "belongs in the conclusion's unknowns)", True)
+        aid = self.ledger.record_action(self.inv_id, draft.tool, redact_data(draft.args), True,
+                                        redact(a.rationale), a.claim_ids)
         return ToolOutcome(f"recorded proposal {aid} with status proposed. Nothing was executed; "
                            "only a person can approve it, outside this conversation.")
 

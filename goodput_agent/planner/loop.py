@@ -136,6 +136,7 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
                              rank=verdict.rank, gpu=verdict.gpu, confidence=verdict.confidence,
                              evidence=[w.item(e) for e in verdict.supporting]),
         alternatives=c.alternatives, retry=c.retry, actions=actions + (extra_actions or []),
+        advice=c.advice,
         unread=sorted(unread), unread_reasons=unread, unknowns=c.unknowns,
         timeline=c.timeline, clock=c.clock, breakdown=c.breakdown, latency=c.latency)
     # one redaction step over everything the report carries (summaries, timeline, args)

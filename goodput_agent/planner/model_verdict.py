@@ -23,6 +23,7 @@ from goodput_agent.planner.claude_report import model_report
 from goodput_agent.planner.claude_tools import FinishInput
 from goodput_agent.planner.loop import execute, record_conclusion
 from goodput_agent.planner.offline import failure_conclusion
+from goodput_agent.planner.proposals import JobRefs
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.report import Alternative, ProposedAction, Report
 from goodput_agent.tools.failure_verdict import FailureVerdictOutput
@@ -141,7 +142,8 @@ def failure_report(agent: Agent, f: FinishInput | None, why_unknown: str | None,
                                   category=f.category, confidence=f.confidence,
                                   status="refuted", node=f.node, rank=f.rank, gpu=f.gpu))
     inv = agent.ctx.bundle.inventory if agent.ctx.bundle is not None else None
-    c = failure_conclusion(v, obs, with_missing_evidence(a.errors, inv), inv)
+    c = failure_conclusion(v, obs, with_missing_evidence(a.errors, inv), inv,
+                           JobRefs.of(out.scheduler))
     c = _with_model(c, refused, f, outcome)
     report = record_conclusion(agent.ledger, agent.inv_id, agent.steps, c, question, unread,
                                pictures, extra_actions=_model_actions(agent))

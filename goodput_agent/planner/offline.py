@@ -7,7 +7,7 @@ from goodput_agent.analysis.failure import Alternative as FoundAlternative
 from goodput_agent.analysis.failure import FailureVerdict, diagnose
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.observations import Observations
-from goodput_agent.analysis.remedy import remedy
+from goodput_agent.analysis.remedy import Remedy, remedy
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
@@ -25,6 +25,7 @@ from goodput_agent.planner.base import (
     ToolCall,
 )
 from goodput_agent.planner.observe import observations, scheduler_kind
+from goodput_agent.planner.proposals import JobRefs, settle
 from goodput_agent.planner.script_edits import with_script_edits
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.planner.workload_edits import latency_fixes
@@ -71,9 +72,9 @@ class OfflinePlanner:
             return slowdown_conclusion(outputs, errors)
         if self.kind == "latency":
             return latency_conclusion(outputs, errors)
-        obs, _ = observations(outputs)
+        obs, facts = observations(outputs)
         v = diagnose(obs)
-        return failure_conclusion(v, obs, errors, inv)
+        return failure_conclusion(v, obs, errors, inv, JobRefs.of(facts))
 
 
 def _timeline(events: list[Event]) -> list[TimelineEntry]:
@@ -88,9 +89,11 @@ def _alt(a: FoundAlternative) -> Alternative:
 
 
 def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
-                       inv: Inventory | None = None) -> Conclusion:
+                       inv: Inventory | None = None, refs: JobRefs | None = None
+                       ) -> Conclusion:
     r = with_script_edits(remedy(v, obs.scheduler_kind, obs.job_id), v, inv, obs.job_id,
                           obs.scheduler_kind)
+    proposals, advice = settle(_drafts(r), r.advice, refs or JobRefs())
     verdict = ClaimDraft(statement=v.summary, category=v.category, confidence=v.confidence,
                          status="supported" if v.category != "unknown" else "hypothesis",
                          node=v.node, rank=v.rank, gpu=v.gpu, supporting=v.evidence,
@@ -101,17 +104,16 @@ def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
                    confidence=a.confidence, status="refuted", node=a.node, rank=a.rank,
                    supporting=a.evidence, contradicting=v.evidence[:1])
         for a in v.alternatives]
-    proposals = _proposals(r)
     return Conclusion(kind="failure", claims=claims, alternatives=[_alt(a) for a in v.alternatives],
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
+                      advice=advice,
                       unknowns=v.unknowns + errors, timeline=_timeline(v.timeline),
                       clock=ClockNote(assumptions=v.clock_notes,
                                       skew_tolerance_s=obs.clock.skew_tolerance_s))
 
 
-def _proposals(r) -> list[ProposalDraft]:  # noqa: ANN001 - a Remedy
-    return [ProposalDraft(tool=p.tool, args=p.args, mutating=p.mutating, rationale=p.rationale)
-            for p in r.proposals]
+def _drafts(r: Remedy) -> list[ProposalDraft]:
+    return [ProposalDraft(tool=p.tool, args=p.args, rationale=p.rationale) for p in r.proposals]
 
 
 def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclusion:
@@ -129,10 +131,12 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
             unknowns=[why, *(traces.assumptions if traces else []), *problems, *errors],
             breakdown=traces.breakdown if traces else None)
     r = slowdown_remedy(v, scheduler_kind(inv), inv.incident.job if inv else None)
+    proposals, advice = settle(_drafts(r), r.advice, JobRefs.read(inv))
     claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
     notes = [f"{p}: {w}" if not w.startswith(p) else w for p, w in traces.problems.items()]
     return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
-                      retry=Retry(useful=r.retry_useful, why=r.why), proposals=_proposals(r),
+                      retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
+                      advice=advice,
                       unknowns=traces.assumptions + v.unknowns + notes + errors,
                       breakdown=traces.breakdown)
 
@@ -160,13 +164,13 @@ def latency_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclus
             retry=Retry(useful=None, why="no verdict"), unknowns=[why, *errors])
     v = result.verdict
     claims, alternatives = _verdict_claims(v)
-    fixes = latency_fixes(result, outputs.get("bundle_inventory"), [  # type: ignore[arg-type]
-        ProposalDraft(tool="config_change", mutating=True, rationale=v.summary,
-                      args={"change": fix, "would_not_fix": v.would_not_fix})
-        for fix in v.would_fix[:1]])
+    inv: Inventory | None = outputs.get("bundle_inventory")  # type: ignore[assignment]
+    exact, advice = latency_fixes(result, inv)
+    proposals, advice = settle(exact, advice, JobRefs())
     missing = [f"missing evidence: {m.what}: {m.why}" for m in result.missing]
     return Conclusion(kind="latency", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=None, why="not a failure: latency is judged against "
                                   "the baseline window, not by retrying"),
-                      proposals=fixes, unknowns=v.unknowns + missing + errors,
+                      proposals=proposals, advice=advice,
+                      unknowns=v.unknowns + missing + errors,
                       latency=result.report_object())

@@ -16,6 +16,7 @@ class JobFact(BaseModel):
     model_config = ConfigDict(extra="ignore")
     source: str = ""  # the bundle file that said it
     job_id: str
+    name: str | None = None  # the job's name (sacct JobName, scontrol JobName)
     state: str | None = None
     nodes: list[str] = Field(default_factory=list)
     start: str | None = None  # ISO text as the scheduler printed it (zone may be missing)

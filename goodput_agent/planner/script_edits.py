@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.analysis.failure import FailureVerdict
 from goodput_agent.analysis.remedy import Proposal, Remedy
 from goodput_agent.bundle import Inventory
@@ -140,46 +141,51 @@ def _edits_for(v: FailureVerdict, text: str) -> tuple[list[ScriptEdit], list[str
     return host_oom_edits(text, v)
 
 
+def _exact(a: Advice, v: FailureVerdict, inv: Inventory | None, job: str | None,
+           scheduler: str | None) -> tuple[list[Proposal], Advice | None]:
+    """The worded change as exact edits of the job script (and the resubmit that runs them), or
+    the advice with what is missing."""
+    path = job_script(inv, job)
+    if path is None and scheduler == "kubernetes" and v.category == "host_oom":
+        patch, why_not = oom_limit_patch(v, inv)
+        return ([patch], None) if patch else ([], a.model_copy(update={"missing": why_not}))
+    if path is None:
+        return [], a.model_copy(update={"missing": f"no job script in the bundle ({_SCRIPT_HOW}):"
+                                                   " the change stays advice"})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], a.model_copy(update={"missing": f"{path}: cannot read the job script: {exc}"})
+    edits, notes = _edits_for(v, text)
+    if not edits:
+        return [], a.model_copy(update={"missing": "; ".join(notes)})
+    out = [Proposal(tool="config_change", args={
+        "path": str(path), "edits": [{"old": e.old, "new": e.new} for e in edits],
+        "change": a.text},
+        rationale="; ".join(e.why for e in edits) + (
+            ". Slurm's requeue reruns its stored copy of the script: submit the edited "
+            "one (sbatch) for the change to take effect"))]
+    if job:  # the retry that runs the edit; the gate allows it only after the edit ran
+        out.append(Proposal(tool="slurm_resubmit_job", args={"job": job, "script": str(path)},
+                            rationale=f"after the edit: submit the edited script again "
+                                      f"(job {job} failed with {v.category})"))
+    return out, None
+
+
 def with_script_edits(r: Remedy, v: FailureVerdict, inv: Inventory | None,
                       job: str | None, scheduler: str | None = None) -> Remedy:
     """The remedy, its worded config change replaced by exact edits of the bundle's job script
-    where the evidence supports them; otherwise the worded change plus what is missing."""
+    where the evidence supports them; otherwise the worded change, as advice saying what is
+    missing for an exact one."""
     shm = bool(v.primary and v.primary.detail.get("shm"))
     if v.category not in ("gpu_oom", "host_oom") or shm:
         return r
-    out: list[Proposal] = []
-    for p in r.proposals:
-        if p.tool != "config_change" or "path" in p.args:
-            out.append(p)
+    proposals, advice = list(r.proposals), []
+    for a in r.advice:
+        if a.topic != "config_change":
+            advice.append(a)
             continue
-        path = job_script(inv, job)
-        if path is None and scheduler == "kubernetes" and v.category == "host_oom":
-            patch, why_not = oom_limit_patch(v, inv)
-            out.append(patch or p.model_copy(update={"args": {**p.args, "missing": why_not}}))
-            continue
-        if path is None:
-            out.append(p.model_copy(update={"args": {**p.args, "missing": (
-                f"no job script in the bundle ({_SCRIPT_HOW}): the change stays advice")}}))
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            out.append(p.model_copy(update={"args": {**p.args, "missing": f"{path}: cannot "
-                                                     f"read the job script: {exc}"}}))
-            continue
-        edits, notes = _edits_for(v, text)
-        if not edits:
-            out.append(p.model_copy(update={"args": {**p.args, "missing": "; ".join(notes)}}))
-            continue
-        out.append(Proposal(tool="config_change", mutating=True, args={
-            "path": str(path), "edits": [{"old": e.old, "new": e.new} for e in edits],
-            "change": p.args.get("change")},
-            rationale="; ".join(e.why for e in edits) + (
-                ". Slurm's requeue reruns its stored copy of the script: submit the edited "
-                "one (sbatch) for the change to take effect")))
-        if job:  # the retry that runs the edit; the gate allows it only after the edit ran
-            out.append(Proposal(tool="slurm_resubmit_job", mutating=True,
-                                args={"job": job, "script": str(path)},
-                                rationale=f"after the edit: submit the edited script again "
-                                          f"(job {job} failed with {v.category})"))
-    return r.model_copy(update={"proposals": out})
+        exact, left = _exact(a, v, inv, job, scheduler)
+        proposals += exact
+        advice += [left] if left else []
+    return r.model_copy(update={"proposals": proposals, "advice": advice})

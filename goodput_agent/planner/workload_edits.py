@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.latency_decide import weigh
 from goodput_agent.analysis.latency_model import ConfigChange, LatencyResult
 from goodput_agent.analysis.remedy import Proposal
 from goodput_agent.bundle import Inventory
@@ -30,9 +30,6 @@ from goodput_agent.planner.base import ProposalDraft
 from goodput_agent.tools.k8s_patch_workload import new_args
 
 KINDS = ("Deployment", "StatefulSet")
-# engine settings that are command-line flags of the same name (vLLM: --max-num-seqs)
-FLAG_KEYS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-             "tensor_parallel_size", "max_model_len", "kv_cache_dtype")
 NO_WORKLOAD = ("no Deployment/StatefulSet in the bundle (`goodput collect --k8s-pod/--k8s-job` "
                "saves the pods' owner as k8s/workloads.json)")
 _QUANTITY = re.compile(r"^(\d+)([A-Za-z]*)$")
@@ -115,28 +112,28 @@ def _manifest_revert(c: ConfigChange, inv: Inventory | None, why: str) -> list[P
     return out
 
 
-def latency_fixes(result: LatencyResult, inv: Inventory | None,
-                  advice: list[ProposalDraft]) -> list[ProposalDraft]:
-    """Exact patches where a config change explains the verdict; else the advice, with what is
-    missing for an exact one."""
+def latency_fixes(result: LatencyResult, inv: Inventory | None
+                  ) -> tuple[list[ProposalDraft], list[Advice]]:
+    """The verdict's advice, each revert of a configuration change made exact where the bundle
+    holds the workload (a patch) or a manifest that sets the flag (an edit); a revert that
+    cannot be made exact stays advice, saying what is missing."""
     v = result.verdict
-    causes = [(c, w) for c in result.config_diff if c.key in FLAG_KEYS and c.baseline
-              and (w := weigh(v.category, c)).startswith("explains")]
-    if not causes:
-        missing = ("no engine setting changed between the windows in a way that explains "
-                   f"{v.category}: nothing to set back")
-    else:
-        wls = workloads(inv)
-        exact, notes = [], []
-        for c, why in causes:
-            p, note = _revert(c, wls, why) if wls else (
-                None, NO_WORKLOAD + ", nor a YAML manifest that sets the flag")
-            exact += ([p] if p else []) + _manifest_revert(c, inv, why)
-            notes += [note] if note else []
-        if exact:
-            return exact
-        missing = "; ".join(dict.fromkeys(notes))
-    return [p.model_copy(update={"args": {**p.args, "missing": missing}}) for p in advice]
+    changes = {c.key: c for c in result.config_diff}
+    exact: list[ProposalDraft] = []
+    advice: list[Advice] = []
+    wls = workloads(inv)
+    for a in v.advice:
+        c = changes.get(str(a.details.get("key"))) if a.details.get("from") else None
+        if c is None:
+            advice.append(a)
+            continue
+        p, note = _revert(c, wls, a.rationale) if wls else (
+            None, NO_WORKLOAD + ", nor a YAML manifest that sets the flag")
+        found = ([p] if p else []) + _manifest_revert(c, inv, a.rationale)
+        exact += found
+        if not found:
+            advice.append(a.model_copy(update={"missing": note}))
+    return exact, advice
 
 
 def _double(q: str) -> str | None:

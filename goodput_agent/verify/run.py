@@ -1,4 +1,5 @@
-"""`goodput verify`: re-measure after the fix and record the verdict on the actions taken."""
+"""`goodput verify`: re-measure after the fix and record the verdict on the actions taken (on
+the investigation itself where it proposed none: its advice was carried out by hand)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from goodput_agent.approval import store
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
-from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.actions import actions_of, add_investigation_event
 from goodput_agent.ledger.records import conclusion_row, investigation_row
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.verify.model import VerifyResult
@@ -51,13 +52,16 @@ def verify_investigation(ledger: Ledger, inv_id: str, after: Path | None,
     actions = actions_of(ledger, inv_id)
     executed = [a.id for a in actions
                 if any(e.kind == "execution" and e.ok for e in store.events(ledger, a.id))]
+    fields = {"ok": result.verdict == "recovered", "reason": result.verdict,
+              "detail": {"after": str(after) if after else getattr(source, "name", None),
+                         "before": str(before) if before else None,
+                         "through_gate": bool(executed), **result.model_dump(mode="json")}}
+    if not actions:  # advice only, carried out by a person: the investigation's own row
+        return result, [add_investigation_event(ledger, inv_id, "verification",
+                                                actor="goodput verify", **fields).id]
     rows = []
     for aid in executed or [a.id for a in actions]:
-        row = store.record_event(
-            ledger, store.action_row(ledger, aid), "verification", actor="goodput verify",
-            ok=result.verdict == "recovered", reason=result.verdict,
-            detail={"after": str(after) if after else getattr(source, "name", None),
-                    "before": str(before) if before else None,
-                    "through_gate": bool(executed), **result.model_dump(mode="json")})
+        row = store.record_event(ledger, store.action_row(ledger, aid), "verification",
+                                 actor="goodput verify", **fields)
         rows.append(row.id)
     return result, rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from goodput_agent.approval.policy import Policy, load_policy
+from goodput_agent.approval.policy import Policy, load_policy, site_policy_path
 from goodput_agent.web import security
 from goodput_agent.web.security import Signer
 
@@ -28,7 +28,10 @@ class ServeConfig:
     kubeconfig: Path | None = None
 
     def policy(self) -> Policy:
-        return load_policy(self.policy_path)
+        """The policy given, else the one beside the ledger (read on each call: an edit, or a
+        `goodput policy init` while serving, takes effect at once), else the shipped one."""
+        beside = site_policy_path(self.ledger)
+        return load_policy(self.policy_path or (beside if beside.is_file() else None))
 
     def allowed_hosts(self) -> list[str]:
         """Host headers answered: on loopback only loopback names, so that a web page whose

@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from goodput_agent.approval import store
 from goodput_agent.approval.decide import approve_and_execute, live_context
+from goodput_agent.approval.decision import view_action
 from goodput_agent.approval.gate import (
     GateRefused,
     action_status,
@@ -25,6 +26,7 @@ from goodput_agent.approval.gate import (
 )
 from goodput_agent.approval.gate_checks import now_or_utc
 from goodput_agent.approval.identity import Identity
+from goodput_agent.approval.queue import pending
 from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.untrusted import json_dumps
@@ -38,7 +40,28 @@ class ActionPages:
     def __init__(self, site: Site) -> None:
         self.site = site
 
+    def queue(self, request: Request) -> Response:
+        """What waits for a decision across investigations, oldest first (approval/queue.py),
+        judged for the person asking; `/api/actions` is the same in JSON."""
+        site = self.site
+        api = request.url.path.startswith("/api/")
+        try:
+            policy = site.config.policy()
+        except BadInput as exc:
+            return site.problem(request, 500, str(exc))
+
+        def show(led: Ledger, info: Any) -> Response:
+            me = asker(request, site.config, led, cookies=not api)
+            q = pending(led, policy, me.who)
+            if api:
+                return Response(json_dumps(q.model_dump(mode="json")),
+                                media_type="application/json")
+            return site.page(request, "queue.html", {"q": q, "info": info, "me": me})
+        return site.reading(request, show)
+
     def action(self, request: Request) -> Response:
+        """The action's decision for the person asking (approval/decision.py): only the
+        buttons that can succeed; a decided action is shown as the ledger recorded it."""
         site = self.site
         aid = request.path_params["action_id"]
         try:
@@ -49,13 +72,13 @@ class ActionPages:
         def show(led: Ledger, info: Any) -> Response:
             me = asker(request, site.config, led)
             try:
-                preview = preview_action(led, aid, policy, None, me.who)
+                view = view_action(led, aid, policy, me.who)
                 events = store.events(led, aid)
             except BadInput as exc:
                 return site.problem(request, 404, str(exc))
-            shown = site.config.signer.shown(aid, preview.args_hash, preview.evidence_digest)
+            shown = site.config.signer.shown(aid, view.args_hash, view.evidence_digest)
             return site.page(request, "action.html",
-                             {"p": preview, "events": events, "shown": shown, "info": info,
+                             {"p": view, "events": events, "shown": shown, "info": info,
                               "me": me, "done": request.query_params.get("done")})
         return site.reading(request, show)
 
@@ -146,17 +169,17 @@ class ActionPages:
         return await run_in_threadpool(site.writing, request, act)
 
     def api_action(self, request: Request) -> Response:
-        """JSON: the preview a script shows its person before approving (its args_hash and
-        evidence_digest are what POST .../approve binds)."""
+        """JSON: the decision a script shows its person before approving (its args_hash and
+        evidence_digest are what POST .../approve binds); a decided action, what ran."""
         site, aid = self.site, request.path_params["action_id"]
 
         def show(led: Ledger, info: Any) -> Response:
             try:
-                preview = preview_action(led, aid, site.config.policy(), None,
-                                         asker(request, site.config, led, cookies=False).who)
+                view = view_action(led, aid, site.config.policy(),
+                                   asker(request, site.config, led, cookies=False).who)
             except BadInput as exc:
                 return JSONResponse({"error": str(exc)}, status_code=404)
-            return Response(json_dumps(preview.model_dump(mode="json")),
+            return Response(json_dumps(view.model_dump(mode="json")),
                             media_type="application/json")
         return site.reading(request, show)
 
@@ -194,6 +217,8 @@ class ActionPages:
 def routes(site: Site) -> list[BaseRoute]:
     pages = ActionPages(site)
     return [
+        Route("/actions", pages.queue),
+        Route("/api/actions", pages.queue),
         Route("/actions/{action_id:int}", pages.action),
         Route("/actions/{action_id:int}/approve", pages.approve, methods=["POST"]),
         Route("/actions/{action_id:int}/reject", pages.reject, methods=["POST"]),

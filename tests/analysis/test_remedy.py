@@ -32,10 +32,23 @@ def test_kubernetes_isolation_uses_cordon() -> None:
 
 
 @pytest.mark.parametrize("category", ["gpu_oom", "host_oom", "application_error"])
-def test_bare_retry_is_not_useful_and_a_change_is_proposed(category: str) -> None:
+def test_bare_retry_is_not_useful_and_a_change_is_advised(category: str) -> None:
+    """A change known only in words is advice (the planner makes it exact where the bundle
+    holds the file): never a proposal a gate could be asked to run."""
     r = remedy(verdict(category), "slurm", "42")
     assert r.retry_useful is False
-    assert r.proposals and r.proposals[0].tool in ("config_change", "code_fix")
+    assert r.proposals == []
+    assert r.advice and r.advice[0].topic in ("config_change", "code_fix")
+
+
+@pytest.mark.parametrize(("category", "topic"), [("gpu_hardware", "gpu_service"),
+                                                 ("application_error", "code_fix"),
+                                                 ("hang", "collect_stacks")])
+def test_what_no_tool_does_is_advice_never_a_proposal(category: str, topic: str) -> None:
+    r = remedy(verdict(category, xid=79), "slurm", "42")
+    assert topic in [a.topic for a in r.advice]
+    assert topic not in [p.tool for p in r.proposals]
+    assert all(p.tool.startswith(("slurm_", "k8s_", "config_change")) for p in r.proposals)
 
 
 @pytest.mark.parametrize("category", ["time_limit", "preempted"])
@@ -52,4 +65,4 @@ def test_unknown_cause_gives_unknown_retry() -> None:
 def test_shared_memory_bus_error_asks_for_more_shm() -> None:
     r = remedy(verdict("host_oom", shm=True), "kubernetes", "train/x")
     assert r.retry_useful is False
-    assert "shm" in str(r.proposals[0].args["change"])
+    assert "shm" in r.advice[0].text

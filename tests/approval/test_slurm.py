@@ -130,7 +130,7 @@ def test_cli_approve_holds_a_pending_job_with_slurm_conf(slurm_cluster, tmp_path
                                      "--slurm-conf", conf, "--ledger", str(ledger),
                                      "--policy", str(policy)], env={"COLUMNS": "200"})
         assert r.exit_code == 0, r.output
-        assert f"scontrol hold {job}" in r.output and "-> rc 0" in r.output
+        assert f"scontrol hold {job}" in r.output and "-> exit 0" in r.output
         show = slurm_cluster.run("scontrol", "show", "job", job)
         assert "JobState=PENDING" in show and "Priority=0" in show, show
     finally:

@@ -4,6 +4,7 @@ local job script (the one mutating tool that needs no cluster)."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -133,3 +134,45 @@ def test_a_delegate_the_policy_names_approves_on_anothers_behalf(tmp_path: Path)
     who = out["approval"]["detail"]["authenticated"]
     assert out["approval"]["actor"] == "alice" and who["via"] == "delegated"
     assert me() in who["detail"] and "--mem=128G" in script.read_text()
+
+
+def test_a_proposal_says_at_once_whether_the_policy_lets_it_pass(tmp_path: Path) -> None:
+    """No policy beside the ledger: the shipped one, which enables no tool; the answer names
+    the lines to add, and once they are in the policy beside the ledger, who may approve."""
+    ledger = tmp_path / "l.duckdb"
+    script = tmp_path / "run.sbatch"
+    script.write_text("#SBATCH --mem=64G\n")
+    with Ledger(ledger) as lg:
+        inv, _ = make_investigation(lg, "host_oom", {})
+    args = json.dumps({"path": str(script), "edits": [{"old": "64G", "new": "96G"}]})
+    propose = ["propose", inv, "config_change", "--args", args, "--why", "more memory",
+               "--ledger", str(ledger)]
+    r = CliRunner().invoke(cli, propose)
+    assert r.exit_code == 0, r.output
+    assert "denied: config_change is not enabled by the policy" in r.output
+    # not the shipped file: the one beside the ledger, or the command that writes it
+    assert f"to allow it, add to {tmp_path / 'policy.yaml'}:" in r.output
+    assert "goodput policy init --tool config_change --approver NAME --path " \
+        f"{script} --ledger {ledger}" in r.output
+    init = r.output.split("no policy of this site's yet: ")[1].split(" writes one")[0]
+    lines = r.output.split("to allow it, add to ")[1].split(":\n", 1)[1]
+    for write in ("the command", "the lines"):
+        if write == "the command":
+            done = CliRunner().invoke(cli, shlex.split(init.replace("NAME", "alice"))[1:])
+            assert done.exit_code == 0, done.output
+        else:
+            (tmp_path / "policy.yaml").write_text("version: 1\n" + lines.replace("NAME", "alice"))
+        r = CliRunner().invoke(cli, [*propose, "--json"])
+        out = json.loads(r.output)
+        assert r.exit_code == 0 and out["allowed"] and out["approvers"] == ["alice"], write
+        assert out["policy"] == str(tmp_path / "policy.yaml") and out["fix"] is None
+
+
+def test_the_report_shows_advice_apart_from_the_actions(tmp_path: Path, demo_bundle: Path
+                                                        ) -> None:
+    r = CliRunner().invoke(cli, ["investigate", str(demo_bundle), "--ledger",
+                                 str(tmp_path / "l.duckdb")], env={"COLUMNS": "120"})
+    assert r.exit_code in (0, 3), r.output
+    advice = r.output.split("Advice for a person (nothing to approve)")[1]
+    assert "gpu_service: The GPU is lost" in advice
+    assert "gpu_service" not in r.output.split("Proposed actions")[1].split("Advice for")[0]

@@ -11,6 +11,7 @@ from goodput_agent.detect.assess import Observation, RankCollective, assess
 from goodput_agent.detect.record import proposals, record
 from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.pyspy_dump import Frame, ProcessDump, ThreadStack
+from tests.detect.named import named
 
 
 def dump(name: str, file: str, active: bool = False) -> ProcessDump:
@@ -34,7 +35,7 @@ def test_hang_with_culprit_from_stacks_and_flight_recorder_agreeing() -> None:
     flight = [RankCollective(rank=r, last_enqueued=100 if r != 6 else 99) for r in range(16)]
     f = assess(obs(MARKS[-1] + 120, dumps=dumps, flight=flight))
     assert (f.kind, f.rank, f.node, f.confidence) == ("hang", 6, "n1", 0.9)
-    tools = [p.tool for p in proposals(f, "slurm", "1")]
+    tools = named(proposals(f, "slurm", "1"))
     assert tools == ["slurm_drain_node", "slurm_requeue_job"]  # a CUDA call: the hardware's
 
 
@@ -47,7 +48,7 @@ def test_flight_recorder_alone_and_nothing_at_all() -> None:
     assert blind.kind == "hang" and blind.rank is None and blind.confidence == 0.5
     assert "culprit unknown" in blind.summary and any("py-spy not found" in u
                                                       for u in blind.unknowns)
-    assert [p.tool for p in proposals(blind, "slurm", "1")] == ["collect_stacks"]
+    assert named(proposals(blind, "slurm", "1")) == ["advice: collect_stacks"]
 
 
 def test_an_announced_phase_nobody_is_in_is_a_hang_and_a_busy_one_is_not() -> None:
@@ -56,7 +57,7 @@ def test_an_announced_phase_nobody_is_in_is_a_hang_and_a_busy_one_is_not() -> No
     dumps[3] = [dump("load_batch", "data.py")]
     f = assess(obs(MARKS[-1] + 120, phases=phase, dumps=dumps))
     assert f.kind == "hang" and f.rank == 3 and "no rank is in it" in f.stall.reason
-    assert [p.tool for p in proposals(f, "slurm", "1")] == ["code_fix"]  # its own data step
+    assert named(proposals(f, "slurm", "1")) == ["advice: code_fix"]  # its own data step
     evaluating = {r: [dump("forward", "model.py", active=True)] for r in range(16)}
     busy = assess(obs(MARKS[-1] + 120, dumps=evaluating))
     assert busy.kind == "healthy" and not busy.alarm
@@ -68,7 +69,7 @@ def test_a_slow_node_from_metrics_while_progressing() -> None:
     slow = judge_failslow([f"n{i}" for i in range(8)], {"sm_clock": clock})
     f = assess(obs(MARKS[-1] + 1, failslow=slow))
     assert (f.kind, f.node) == ("gpu_throttling", "n2")
-    assert [p.tool for p in proposals(f, "kubernetes", None)] == ["k8s_cordon_node"]
+    assert named(proposals(f, "kubernetes", None)) == ["k8s_cordon_node"]
 
 
 def test_the_finding_is_an_investigation_in_the_ledger(tmp_path) -> None:  # noqa: ANN001

@@ -16,6 +16,7 @@ from goodput_agent.detect.metrics import DCGM, failslow
 from goodput_agent.evals.live.generator import make_case, metric_streams
 from goodput_agent.evals.live.scorer import _Replay
 from goodput_agent.metrics.prometheus import PrometheusSource
+from tests.detect.named import named
 from tests.servers.prometheus import prometheus_over_text
 
 CASES = ((29009, "throttle"), (29008, "straggler"), (29002, "healthy"))
@@ -78,11 +79,11 @@ def test_the_hung_ranks_node_is_joined_with_its_xids(tmp_path: Path) -> None:
             lines.append(f'DCGM_FI_DEV_XID_ERRORS{{Hostname="{node}",gpu="3"}} {code} {t}')
     f = Finding(kind="hang", summary="stalled; rank 3 on gpu-node-02 hangs", confidence=0.8,
                 node="gpu-node-02", rank=3, stall=StallVerdict(state="stalled"))
-    assert [p.tool for p in proposals(f, "slurm", "9")] == ["collect_stacks"]  # no sign yet
+    assert named(proposals(f, "slurm", "9")) == ["advice: collect_stacks"]  # no sign yet
     reads: list[Read] = []
     with prometheus_over_text(tmp_path, "\n".join(lines) + "\n# EOF\n") as url:
         events = node_health(f, CheckOptions(prometheus_url=url, timeout_s=20), reads, at)
     assert f.node_problems and "Xid 79" in f.node_problems[0] and "Xid 79" in f.summary
     assert events and events[0].node == "gpu-node-02" and reads[0].tool == "node_health"
-    assert [p.tool for p in proposals(f, "slurm", "9")] == ["slurm_drain_node",
+    assert named(proposals(f, "slurm", "9")) == ["slurm_drain_node",
                                                             "slurm_requeue_job"]

@@ -25,6 +25,9 @@ def test_shipped_suite_meets_the_acceptance_bar(scores) -> None:
     assert len(scores.cases) >= 40
     assert scores.category_accuracy >= 0.95, [c for c in scores.cases if not c.category_ok]
     assert scores.node_accuracy >= 0.95, [c for c in scores.cases if not c.node_ok]
+    # every proposal passes its tool's own argument check (issue 26)
+    assert scores.remedy_problems == 0, [(c.case_id, c.remedy_problems) for c in scores.cases
+                                         if c.remedy_problems]
 
 
 def test_every_failure_class_is_covered_and_scored(scores) -> None:
@@ -57,6 +60,8 @@ def test_eval_command_prints_json_scores() -> None:
     data = json.loads(proc.stdout)
     assert set(data) == {"failure", "slowdown", "latency"}
     assert all(s["category_accuracy"] >= 0.95 for s in data.values())
+    # no proposal its tool refuses, no remedy against the report's own numbers (issue 26)
+    assert {k: s["remedy_problems"] for k, s in data.items()} == dict.fromkeys(data, 0)
     assert len(data["failure"]["cases"]) == len(list(default_cases_dir().glob("*/expected.json")))
     # issue 3: straggler/throttled rank; issue 4: change point within 5 minutes
     assert data["slowdown"]["rank_accuracy"] >= 0.95 and len(data["slowdown"]["cases"]) >= 25

@@ -92,8 +92,8 @@ def test_files_only_bundle_with_and_without_the_script(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs/1.err").write_text("torch.OutOfMemoryError: CUDA out of memory.\n")
     bare = with_script_edits(remedy(v, "slurm", "1"), v, scan(tmp_path), "1")
-    assert "path" not in bare.proposals[0].args
-    assert "no job script in the bundle" in bare.proposals[0].args["missing"]
+    assert bare.proposals == []  # advice, saying what an exact edit needs
+    assert "no job script in the bundle" in (bare.advice[0].missing or "")
     (tmp_path / "train.sbatch").write_text(SCRIPT)
     exact = with_script_edits(remedy(v, "slurm", "1"), v, scan(tmp_path), "1").proposals[0]
     assert exact.args["path"] == str(tmp_path / "train.sbatch")

@@ -17,6 +17,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from goodput_agent.analysis.latency_advice import revert
+from goodput_agent.analysis.latency_decide import weigh
 from goodput_agent.analysis.latency_model import (
     ConfigChange,
     LatencyResult,
@@ -28,7 +30,6 @@ from goodput_agent.collect.base import BundleWriter
 from goodput_agent.collect.k8s import K8sTarget, collect_k8s
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import open_ledger
-from goodput_agent.planner.base import ProposalDraft
 from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.sources.k8s import K8sSource
 from goodput_agent.toolkit import ToolContext
@@ -117,34 +118,37 @@ def test_latency_revert_is_a_workload_patch_previewed_by_the_servers_dry_run(
 
 
 def _result(category: str, changes: list[ConfigChange]) -> LatencyResult:
+    """A verdict whose advice is what latency_decide gives: the revert of each change that
+    explains the category."""
+    advice = [revert(c, w) for c in changes if (w := weigh(category, c)).startswith("explains")]
     return LatencyResult(source="bundle", service_labels={}, metrics={}, windows=None,
                          config_diff=changes,
-                         verdict=LatencyVerdict(category=category, summary="s", confidence=0.8))
+                         verdict=LatencyVerdict(category=category, summary="s", confidence=0.8,
+                                                advice=advice))
 
 
-ADVICE = [ProposalDraft(tool="config_change", mutating=True, rationale="r",
-                        args={"change": "raise --max-num-seqs"})]
 LOWERED = ConfigChange(key="max_num_seqs", baseline="128", incident="20", source="args")
 
 
-def test_advice_stays_and_names_what_is_missing(tmp_path: Path) -> None:
+def test_a_revert_without_the_workload_stays_advice_naming_what_is_missing(
+        tmp_path: Path) -> None:
     (tmp_path / "x.log").write_text("2025-06-03T17:00:00Z hello\n")
     inv = scan(tmp_path)
-    out = latency_fixes(_result("queueing", [LOWERED]), inv, ADVICE)
-    assert out[0].tool == "config_change" and "no Deployment/StatefulSet" in \
-        out[0].args["missing"]
+    exact, advice = latency_fixes(_result("queueing", [LOWERED]), inv)
+    assert exact == [] and advice[0].text.startswith("set --max-num-seqs back to 128")
+    assert advice[0].details == {"key": "max_num_seqs", "flag": "--max-num-seqs", "from": "20",
+                                 "to": "128", "source": "args"}
+    assert "no Deployment/StatefulSet" in (advice[0].missing or "")
     raised = LOWERED.model_copy(update={"baseline": "20", "incident": "128"})
-    out = latency_fixes(_result("queueing", [raised]), inv, ADVICE)  # adds capacity
-    assert "nothing to set back" in out[0].args["missing"]
-    out = latency_fixes(_result("prompt_length", [LOWERED]), inv, ADVICE)
-    assert "nothing to set back" in out[0].args["missing"]
+    assert latency_fixes(_result("queueing", [raised]), inv) == ([], [])  # adds capacity
+    assert latency_fixes(_result("prompt_length", [LOWERED]), inv) == ([], [])
 
 
 def test_a_spec_that_no_longer_holds_the_incident_value_is_not_patched(tmp_path: Path) -> None:
     with running_kube_api(serving(["vllm", "serve", "m", "--max-num-seqs", "64"])) as srv:
         out = _collect(srv, tmp_path)
-    res = latency_fixes(_result("queueing", [LOWERED]), scan(out), ADVICE)
-    assert res[0].tool == "config_change" and "sets --max-num-seqs 20" in res[0].args["missing"]
+    exact, advice = latency_fixes(_result("queueing", [LOWERED]), scan(out))
+    assert exact == [] and "sets --max-num-seqs 20" in (advice[0].missing or "")
 
 
 def test_oomkilled_container_gets_its_memory_limit_doubled(tmp_path: Path) -> None:
@@ -175,10 +179,10 @@ def test_oomkilled_container_gets_its_memory_limit_doubled(tmp_path: Path) -> No
         assert "-        memory: 24Gi\n+        memory: 48Gi\n" in p.dry_run, p.dry_run
     (out / "k8s/workloads.json").unlink()  # without the workload: advice, and why
     with open_ledger(tmp_path / "l2.duckdb") as lg:
-        investigate_bundle(out, lg)
-        rows = lg.rows("SELECT tool, args_json FROM actions")
-    advice = next(json.loads(r["args_json"]) for r in rows if r["tool"] == "config_change")
-    assert "no Deployment/StatefulSet in the bundle" in advice["missing"]
+        report = investigate_bundle(out, lg)
+        assert not lg.rows("SELECT id FROM actions WHERE tool = 'config_change'")
+    advice = next(a for a in report.advice if a.topic == "config_change")
+    assert "no Deployment/StatefulSet in the bundle" in (advice.missing or "")
 
 
 MANIFEST = """apiVersion: apps/v1

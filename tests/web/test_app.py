@@ -8,9 +8,11 @@ import hashlib
 import re
 import time
 from datetime import timedelta
+from html import unescape
 from pathlib import Path
 
 import pytest
+import yaml
 from starlette.testclient import TestClient
 
 from goodput_agent.ledger import Ledger
@@ -45,11 +47,13 @@ def test_pages_show_the_investigation_and_never_write_the_ledger(reviewed: Revie
     before = _sha(reviewed.ledger)
     listing = client.get("/")
     assert listing.status_code == 200 and reviewed.inv_id in listing.text
-    assert "gpu_hardware" in listing.text and "4 proposed" in listing.text
+    assert "gpu_hardware" in listing.text and "3 proposed" in listing.text
     page = client.get(f"/inv/{reviewed.inv_id}")
     assert page.status_code == 200
     assert 'id="verdict"' in page.text and "Xid 79" in page.text
     assert 'id="failure-timeline"' in page.text and 'id="tool-calls"' in page.text
+    advice = page.text.split('id="advice"')[1].split("</ul>")[0]  # text only, no action
+    assert "<b>gpu_service</b>" in advice and "/actions/" not in advice
     ev_ids = re.findall(rf'href="/inv/{reviewed.inv_id}/evidence/(\d+)"', page.text)
     assert ev_ids
     ev = client.get(f"/inv/{reviewed.inv_id}/evidence/{ev_ids[0]}")
@@ -119,8 +123,18 @@ def test_an_approval_on_the_page_is_the_one_the_gate_executes(reviewed: Reviewed
     client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'carol')}"
     html = client.get(f"/actions/{aid}").text
     assert 'id="as">You act as <b>carol</b> (token' in html
+    # the policy names alice and bob: carol gets no Approve button, and the lines that
+    # would let her; the page still lets her reject
+    assert 'id="approve"' not in html and 'id="reject"' in html
+    assert "may not approve config_change" in html.split('id="why-not-approve"')[1]
+    fix = yaml.safe_load(unescape(html.split('id="policy-fix">')[1].split("</pre>")[0]))
+    assert "carol" in fix["tools"]["config_change"]["approvers"]
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
+    html = client.get(f"/actions/{aid}").text
+    assert 'id="approve">Approve and run' in html and 'id="policy-fix"' not in html
     form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown")}
-    # the policy names alice and bob: the gate refuses carol and records the refusal
+    # a form carol did not get (alice's) posted as carol: the gate refuses, with a row
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'carol')}"
     res = client.post(url, data=form)
     assert res.status_code == 409 and "carol&#39; may not approve config_change" in res.text
     client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
@@ -131,7 +145,10 @@ def test_an_approval_on_the_page_is_the_one_the_gate_executes(reviewed: Reviewed
                                  ("execution_started", "alice", aid), ("execution", "alice", aid)]
     page = client.get(f"/actions/{aid}?done=executed").text
     assert 'id="status">executed' in page and "What ran (ok)" in page
-    assert "+#SBATCH --mem=128G" in page  # the diff of what ran
+    diff = page.split('id="diff">')[1].split("</pre>")[0]
+    assert "-#SBATCH --mem=64G" in diff and "+#SBATCH --mem=128G" in diff  # what ran
+    assert "<b>alice</b> (token" in page.split('id="approved-by">')[1].split("</p>")[0]
+    assert 'id="approve"' not in page and 'id="decision"' not in page  # not judged again
 
 
 def test_approving_needs_a_person_the_server_authenticated(reviewed: Reviewed) -> None:
@@ -195,10 +212,19 @@ def test_the_two_person_rule_needs_another_person(reviewed: Reviewed) -> None:
     client, _ = _client(reviewed)
     aid = reviewed.config_action
     url = f"/actions/{aid}/approve"
-    for person, status in (("alice", 303), ("alice", 409), ("bob", 303)):
+    buttons = {0: 'id="approve">Approve</button>', 2: 'id="approve">Approve and run'}
+    form: dict[str, str] = {}
+    for step, (person, status) in enumerate((("alice", 303), ("alice", 409), ("bob", 303))):
         client.headers["Authorization"] = f"Bearer {token_for(reviewed, person)}"
         html = client.get(f"/actions/{aid}").text
-        res = client.post(url, data={"csrf": _form(html, "csrf"), "shown": _form(html, "shown")})
+        if step == 1:  # no button for a second approval by the same person
+            assert 'id="approve"' not in html
+            assert "already approved it: another person must" in html
+            assert "approved by alice" in html.split('id="approvers">')[1].split("</p>")[0]
+        else:
+            assert buttons[step] in html
+            form = {"csrf": _form(html, "csrf"), "shown": _form(html, "shown")}
+        res = client.post(url, data=form)  # step 1: alice's earlier form, posted again
         assert res.status_code == status, (person, res.text[:300])
         if person == "alice" and status == 303:
             assert res.headers["location"].endswith("done=approved")
@@ -361,3 +387,20 @@ def test_trace_evidence_opens_its_own_step_drawn_from_the_bundle(tmp_path: Path)
     shutil.rmtree(case)
     gone = client.get(f"/inv/{inv}/evidence/{ev_ids[1]}/step.svg")
     assert gone.status_code == 404 and "not readable" in gone.text
+
+
+def test_advice_has_no_approve_button_for_anyone(reviewed: Reviewed) -> None:
+    """A row an older version recorded for what no tool runs: advice, whoever asks."""
+    with Ledger(reviewed.ledger) as lg:
+        claim = lg.rows("SELECT id FROM claims WHERE investigation_id = ?",
+                        [reviewed.inv_id])[0]["id"]
+        advice = lg.record_action(reviewed.inv_id, "gpu_service", {"node": "gpu-node-03"},
+                                  True, "send the GPU for service", [claim])
+    client, _ = _client(reviewed)
+    client.headers["Authorization"] = f"Bearer {token_for(reviewed, 'alice')}"
+    page = client.get(f"/actions/{advice}").text
+    assert 'id="advice"' in page and 'id="approve"' not in page and 'id="decision"' not in page
+    assert "advice for a person" in page.split('id="why-not-approve"')[1]
+    queue = client.get("/actions").text
+    assert f'<tr data-id="{advice}">' not in queue and f'href="/actions/{advice}"' in queue
+    assert client.get(f"/api/actions/{advice}").json()["can_approve"] is False

@@ -79,13 +79,19 @@ def test_review_an_investigation_and_approve_from_the_page(browser, served, tmp_
         page.locator("#sign-in").click()
         page.wait_for_url(f"**/actions/{r.drain_action}")
         assert "You act as alice (token" in page.locator("#as").inner_text()
-        page.goto(f"{url}/actions/{r.config_action}")
+        page.goto(f"{url}/actions")  # the queue: alice may approve the change; open it
+        row = page.locator(f'#queue tr[data-id="{r.config_action}"]')
+        assert "you may approve" in row.locator("td.decision").inner_text()
+        row.locator("a").first.click()
+        page.wait_for_url(f"**/actions/{r.config_action}")
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.accept()))
         page.locator("#approve").click()
         page.wait_for_url("**?done=executed")
         assert page.locator("#status").inner_text() == "executed"
-        assert "+#SBATCH --mem=128G" in page.locator(".execution").inner_text()
+        diff = page.locator("#diff").inner_text()  # what ran: the diff of the file it wrote
+        assert "-#SBATCH --mem=64G" in diff and "+#SBATCH --mem=128G" in diff
+        assert page.locator("#approve").count() == 0
         assert dialogs and "config_change" in dialogs[0]  # asked once more, with the command
         page.screenshot(path=str(shots / "4-executed.png"), full_page=True)
     finally:
