@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,6 +19,7 @@ from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
+from goodput_agent.cli.term import SETTINGS, add_output_options, emit, wants_document
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_dumps, json_text, line
@@ -33,6 +35,11 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 class _Group(LazyGroup):
     """Turns BadInput anywhere into one line on stderr and exit 2 — never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],  # type: ignore[override]
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        SETTINGS.__init__()  # type: ignore[misc] # each run starts plain (tests run many)
+        return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -59,7 +66,12 @@ class _Group(LazyGroup):
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 def cli(log_level: str) -> None:
-    """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence."""
+    """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence.
+
+    Every command takes --wide and --no-color; those that print a document take --json and
+    -o json|yaml|wide. The ledger is GOODPUT_LEDGER, else ~/.local/share/goodput/ledger.duckdb,
+    or --ledger PATH.
+    """
     configure(log_level)
 
 
@@ -274,11 +286,15 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
     if rec is None:
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
-    if as_json:
-        data = rec.model_dump(mode="json")  # with status: concluded or interrupted
+    if wants_document(as_json):
+        from pydantic_core import to_jsonable_python
+
+        from goodput_agent.ledger.actions import record_document
+
+        data = to_jsonable_python(record_document(rec))  # status: concluded or interrupted
         if usage:
             data["llm_usage"] = usage
-        click.echo(json_dumps(data))
+        emit(data)
     else:
         render_record(rec, TerminalConsole(), usage)
 
@@ -372,6 +388,9 @@ def tools_cmd(as_json: bool) -> None:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
                    f"  {r['description']}\n")
 
+
+
+add_output_options(cli, "goodput")
 
 
 def main() -> None:

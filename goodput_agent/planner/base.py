@@ -56,6 +56,7 @@ class Conclusion(BaseModel):
     proposals: list[ProposalDraft] = Field(default_factory=list)
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
+    timeline_left_out: int = 0
     clock: ClockNote | None = None
     breakdown: Breakdown | None = None
     latency: dict[str, Any] | None = None

@@ -137,7 +137,8 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
                              evidence=[w.item(e) for e in verdict.supporting]),
         alternatives=c.alternatives, retry=c.retry, actions=actions + (extra_actions or []),
         unread=sorted(unread), unread_reasons=unread, unknowns=c.unknowns,
-        timeline=c.timeline, clock=c.clock, breakdown=c.breakdown, latency=c.latency)
+        timeline=c.timeline, timeline_left_out=c.timeline_left_out, clock=c.clock,
+        breakdown=c.breakdown, latency=c.latency)
     # one redaction step over everything the report carries (summaries, timeline, args)
     report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
     return store_report(ledger, report, pictures)
