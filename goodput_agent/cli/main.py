@@ -287,11 +287,12 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
     if wants_document(as_json):
-        from pydantic_core import to_jsonable_python
+        from pydantic import TypeAdapter
 
         from goodput_agent.ledger.actions import record_document
 
-        data = to_jsonable_python(record_document(rec))  # status: concluded or interrupted
+        # times as ISO 8601, as every other --json; status: concluded or interrupted
+        data = TypeAdapter(dict).dump_python(record_document(rec), mode="json")
         if usage:
             data["llm_usage"] = usage
         emit(data)
