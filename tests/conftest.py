@@ -20,6 +20,20 @@ def demo_bundle() -> Path:
     return demo_bundle_path()
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run stopped by SIGTERM (a CI time limit, `timeout`) tears its servers down as Ctrl-C
+    does; a SIGKILLed run's Slurm is cleared by the next cluster's start (servers/slurm.py)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _quiet_logs() -> None:
     from goodput_agent.logs import configure
