@@ -120,8 +120,26 @@ class SlurmCluster:
             time.sleep(0.3)
 
     def wait_done(self, job_id: str, timeout: float = 60) -> str:
-        return self.wait_state(job_id, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                               "OUT_OF_MEMORY", "NODE_FAIL", timeout=timeout)
+        """The job's end state, once the accounting database holds its end too: what is
+        collected or watched next reads sacct, which lags the controller by a moment (longer
+        on a loaded machine: a test that read it at once saw a job still running)."""
+        state = self.wait_state(job_id, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                "OUT_OF_MEMORY", "NODE_FAIL", timeout=timeout)
+        self.wait_accounted([job_id], timeout=timeout)
+        return state
+
+    def wait_accounted(self, jobs: list[str], timeout: float = 60) -> None:
+        """Until slurmdbd holds each job's end (it records it a moment after scontrol shows
+        it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.run("sacct", "-X", "-n", "-P", "--format=JobID,End", "-j", ",".join(jobs))
+            ended = {ln.split("|")[0] for ln in out.splitlines() if ln and "Unknown" not in ln}
+            if set(jobs) <= ended:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"sacct has no end for {sorted(set(jobs) - ended)}")
+            time.sleep(0.3)
 
     def node_state(self, node: str) -> str:
         out = self.run("scontrol", "show", "node", node)

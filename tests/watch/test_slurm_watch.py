@@ -36,16 +36,7 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmClu
 
 
 def wait_accounted(cluster: SlurmCluster, jobs: list[str], timeout: float = 60) -> None:
-    """Until slurmdbd holds each job's end (it records it a moment after scontrol shows it)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        out = cluster.run("sacct", "-X", "-n", "-P", "--format=JobID,End", "-j", ",".join(jobs))
-        ended = {ln.split("|")[0] for ln in out.splitlines() if ln and "Unknown" not in ln}
-        if set(jobs) <= ended:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"sacct has no end for {sorted(set(jobs) - ended)}")
-        time.sleep(0.3)
+    cluster.wait_accounted(jobs, timeout)
 
 
 def watch_cmd(ledger: Path, *args: str) -> list[str]:
