@@ -94,6 +94,10 @@ class Report(BaseModel):
     investigation_id: str | None = None
     kind: Kind
     question: str | None = None
+    # the planner of the investigation: offline-playbook, claude or openai-compatible (a model
+    # server that failed says so in `unknowns`; its question then ran offline, or the failure
+    # analysis' verdict is the report)
+    planner: str | None = None
     root_cause: RootCause
     alternatives: list[Alternative] = Field(default_factory=list)
     retry: Retry

@@ -1,3 +1,4 @@
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,18 @@ def _quiet_logs() -> None:
     from goodput_agent.logs import configure
 
     configure("warning", json_logs=True)
+
+
+@pytest.fixture(autouse=True)
+def _logs_as_they_were() -> Iterator[None]:
+    """A test that configures the logs (bound to its captured stderr) leaves them as it found
+    them: a later test would log to a closed file (test_untrusted then test_claude_client
+    failed in that order, and passed alone)."""
+    import structlog
+
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 # real clusters, session-scoped, started only by tests that ask for them: two Ray nodes on

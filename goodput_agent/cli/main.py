@@ -65,14 +65,16 @@ class _Group(LazyGroup):
 @click.version_option(__version__, prog_name="goodput")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def cli(log_level: str) -> None:
+@click.option("--log-json", is_flag=True,
+              help="Logs as JSON lines on a terminal too (they are whenever stderr is not one).")
+def cli(log_level: str, log_json: bool) -> None:
     """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence.
 
     Every command takes --wide and --no-color; those that print a document take --json and
     -o json|yaml|wide. The ledger is GOODPUT_LEDGER, else ~/.local/share/goodput/ledger.duckdb,
     or --ledger PATH.
     """
-    configure(log_level)
+    configure(log_level, json_logs=True if log_json else None)
 
 
 @contextmanager

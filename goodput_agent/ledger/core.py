@@ -73,6 +73,7 @@ class Ledger:
         self.path = Path(path)
         self.read_only = read_only
         self._staged: dict[str, Staging] = {}
+        self._planners: dict[str, str] = {}
         try:
             if read_only:
                 if not self.path.is_file():
@@ -135,7 +136,12 @@ class Ledger:
             con.execute(schema.insert_sql("investigations"),
                         [inv_id, _now(), question, kind, target, planner, version, prompt_hash])
         self._staged[inv_id] = Staging(inv_id, self._reserve)
+        self._planners[inv_id] = planner
         return inv_id
+
+    def planner_of(self, inv_id: str) -> str | None:
+        """The planner an investigation this handle started was recorded with."""
+        return self._planners.get(inv_id)
 
     @contextmanager
     def staging(self, inv_id: str) -> Iterator[None]:
@@ -222,6 +228,8 @@ class Ledger:
         """The staged rows (and the conclusion) in one transaction; `keep`: the investigation
         stays open for more (a chat's next turn)."""
         staged = self._staged.get(inv_id) if keep else self._staged.pop(inv_id, None)
+        if not keep:
+            self._planners.pop(inv_id, None)
         if conclusion is None and (staged is None or not staged.count):
             return
         with self.writing() as con:

@@ -155,6 +155,7 @@ def store_report(ledger: Ledger, report: Report, pictures: PictureHook | None) -
             report.unknowns.append(f"pictures not drawn: {type(exc).__name__}: {exc}"[:300])
     exit_code = 3 if report.root_cause.category == "unknown" else 0
     assert report.investigation_id is not None
+    report.planner = report.planner or ledger.planner_of(report.investigation_id)
     ledger.record_conclusion(report.investigation_id, report.root_cause.category,
                              report.root_cause.confidence, exit_code, report.to_json())
     return report
