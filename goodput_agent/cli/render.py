@@ -25,7 +25,7 @@ from goodput_agent.cli.render_parts import (
     timeline_table,
 )
 from goodput_agent.cli.term import SETTINGS, WIDE_COLUMNS
-from goodput_agent.ledger import INTERRUPTED, InvestigationRecord
+from goodput_agent.ledger import CHAT, INTERRUPTED, InvestigationRecord
 from goodput_agent.report import EvidenceItem, Report
 from goodput_agent.untrusted import markup, rich_text, safe_segments, visible
 
@@ -156,6 +156,8 @@ def _verdict_line(rec: InvestigationRecord) -> str:
                 f"exit {c['exit_code']}")
     done = (f"tool calls {len(rec.tool_calls)}, evidence {len(rec.evidence)}, claims "
             f"{len(rec.claims)}, actions {len(rec.actions)}")
+    if rec.status == CHAT:
+        return f"a conversation (goodput chat), no verdict: {done}"
     last = rec.tool_calls[-1] if rec.tool_calls else None
     if last is not None:
         done += f" (the last tool call: #{last['seq']} {markup(last['tool'])})"

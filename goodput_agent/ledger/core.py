@@ -30,6 +30,8 @@ from goodput_agent.ledger.staging import Staging
 # an investigation with no conclusion row: the run stopped (killed, crashed) before recording
 # one, or is still running (its rows are staged until it concludes)
 CONCLUDED, INTERRUPTED = "concluded", "interrupted"
+# a conversation (`goodput chat`): no verdict to conclude, so never "interrupted"
+CHAT, CHAT_PLANNER_SUFFIX = "chat", "-chat"
 
 
 def default_ledger_path() -> Path:
@@ -250,7 +252,9 @@ class Ledger:
     def investigations(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.rows(
             "SELECT i.id, i.created_at, i.kind, i.question, i.target, i.planner, "
-            f"CASE WHEN c.investigation_id IS NULL THEN '{INTERRUPTED}' ELSE '{CONCLUDED}' END "
+            f"CASE WHEN c.investigation_id IS NOT NULL THEN '{CONCLUDED}' "
+            f"WHEN ends_with(i.planner, '{CHAT_PLANNER_SUFFIX}') THEN '{CHAT}' "
+            f"ELSE '{INTERRUPTED}' END "
             "AS status, c.category, c.confidence, c.exit_code "
             "FROM investigations i LEFT JOIN conclusions c "
             "ON c.investigation_id = i.id ORDER BY i.created_at DESC LIMIT ?", [limit])
@@ -298,7 +302,10 @@ class InvestigationRecord(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
-        return INTERRUPTED if self.conclusion is None else CONCLUDED
+        if self.conclusion is not None:
+            return CONCLUDED
+        chat = str(self.investigation.get("planner") or "").endswith(CHAT_PLANNER_SUFFIX)
+        return CHAT if chat else INTERRUPTED
 
 
 @contextmanager

@@ -190,3 +190,8 @@ def test_chat_in_a_terminal_streams_shows_tool_calls_and_resumes(
         term.read_until("I remember 7 messages")
         term.send("/quit")
         assert term.close() == 0
+    # a conversation lists as a chat, not as an investigation that was interrupted
+    listed = CliRunner().invoke(cli, ["ledger", "list", "--json", "--ledger", ledger])
+    assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(inv_id, "chat")]
+    shown = CliRunner().invoke(cli, ["ledger", "show", inv_id, "--json", "--ledger", ledger])
+    assert json.loads(shown.stdout)["status"] == "chat"
