@@ -15,6 +15,7 @@ from goodput_agent.cli.term import add_output_options
 # command name -> "module:attribute" of its click command, all under goodput_agent.cli
 LAZY_COMMANDS = {
     "trace": "trace:trace",
+    "latency": "latency:latency",
     "collect": "live:collect_cmd",
     "chat": "chat:chat",
     "serve": "serve:serve_cmd",
