@@ -21,7 +21,7 @@ from goodput_agent.cli.options import json_option, ledger_option, with_options
 @click.option("--baseline", default=None, metavar="WINDOW",
               help="Good window: 10:00-11:00 or START/END in ISO 8601.")
 @click.option("--incident", default=None, metavar="WINDOW", help="Bad window, same forms.")
-@click.option("--since", "since_text", default=None, metavar="DURATION",
+@click.option("--since", "since_text", default=None, metavar="WHEN",
               help="Without windows: look back this far for the change (default 6h), or "
                    "search this window (10:00-11:00, START/END).")
 @pictures_option

@@ -16,6 +16,7 @@ from goodput_agent.cli.term import add_output_options
 LAZY_COMMANDS = {
     "trace": "trace:trace",
     "latency": "latency:latency",
+    "completion": "completion:completion_cmd",
     "collect": "live:collect_cmd",
     "chat": "chat:chat",
     "serve": "serve:serve_cmd",

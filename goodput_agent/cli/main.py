@@ -161,7 +161,7 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
               help="Override the kind of question inferred from the bundle.")
 @pictures_option
 @with_options(prometheus_options)
-@click.option("--since", "since_text", default=None, metavar="DURATION",
+@click.option("--since", "since_text", default=None, metavar="WHEN",
               help="With --prometheus (also with --k8s-pod: a vLLM pod's series): look back "
                    "this far for the change (6h), or search this window (10:00-11:00, "
                    "START/END).")
@@ -374,5 +374,5 @@ add_output_options(cli, "goodput")
 
 
 def main() -> None:
-    cli()
+    cli(prog_name="goodput")  # also as `python -m goodput_agent.cli`: usage lines, completion
 

@@ -131,10 +131,12 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
 @click.command("failure-timeline")
 @click.argument("investigation_id", required=False)
 @ledger_option
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True,
               help="SVG file to write.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was drawn as JSON (the file and each entry) for scripts.")
 def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
-                         out: Path) -> None:
+                         out: Path, as_json: bool) -> None:
     """Every rank's first error of a failure on one clock (the latest investigation by default)."""
     from goodput_agent.ledger.reader import read_ledger
     from goodput_agent.pictures.failure_timeline import draw_failure_timeline
@@ -153,4 +155,11 @@ def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
     written = draw_failure_timeline(report, out)
     if written is None:
         raise BadInput(f"{inv_id}: no failure event has a time; nothing to draw")
+    if as_json:
+        from goodput_agent.untrusted import json_dumps
+
+        click.echo(json_dumps({"investigation_id": inv_id, "svg": str(written.resolve()),
+                               "entries": [e.model_dump(mode="json") for e in report.timeline],
+                               "left_out": report.timeline_left_out}))
+        return
     click.echo(str(written))
