@@ -118,9 +118,10 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
 
     cap_malloc_arenas()  # a long-running server whose request threads come and go
     ledger = _ledger(ledger_path)
+    # who may reach the pages is checked first: it is wrong whatever the ledger holds
+    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
-    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     click.echo(f"goodput: serving {ledger} on http://{shown}:{port}/"
                + (" (token required)" if config.token else ""), err=True)
