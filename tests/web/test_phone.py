@@ -4,12 +4,9 @@ screen's width. Measured from the layout the browser computed, not from the CSS 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.servers.chromium import ChromiumUnavailable, launched_browser, running_goodput_serve
+from tests.servers.chromium import running_goodput_serve
 from tests.web.conftest import make_reviewed
 
 PHONE = {"width": 390, "height": 844}
@@ -22,15 +19,6 @@ MEASURE = """() => {
     .map(a => ({href: a.getAttribute('href'), right: a.getBoundingClientRect().right}));
   return {width, scroll: document.documentElement.scrollWidth, links};
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    try:
-        with launched_browser() as b:
-            yield b
-    except ChromiumUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def test_no_page_scrolls_sideways_on_a_phone(browser, tmp_path: Path,  # noqa: ANN001
