@@ -271,6 +271,7 @@ def wheel(env: dict[str, str], tmp: Path) -> None:
     ids = [i for kind, case in shipped_cases().items() if (i := investigate(kind, case, env))]
     run("policy check (the shipped default)", ["policy", "check"], env)
     run("tools (every shipped tool)", ["tools"], env)
+    run("completion bash", ["completion", "bash"], env)
     run("fleet --json", ["fleet", "--json"], env)
     run(f"account {shipped_cases()['failure'].name}",
         ["account", str(shipped_cases()["failure"])], env)

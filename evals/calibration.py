@@ -60,8 +60,9 @@ def calibrate(rows: Iterable[Scored], edges: Sequence[float] = EDGES) -> Calibra
     return Calibration(brier=brier, bins=bins)
 
 
-def render_calibration(cal: Calibration, console: Console) -> None:
-    t = Table(title="Reliability (confidence bins against accuracy)")
+def render_calibration(cal: Calibration, console: Console,
+                       title: str = "Reliability (confidence bins against accuracy)") -> None:
+    t = Table(title=title)
     for col in ("confidence", "cases", "mean confidence", "accuracy"):
         t.add_column(col, justify="left" if col == "confidence" else "right")
     for b in cal.bins:

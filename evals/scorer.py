@@ -85,6 +85,10 @@ class Scores(BaseModel):
     # calibration of the confidence (evals/calibration.py): correct = the category is right
     brier: float | None = None
     reliability: list[ReliabilityBin] = Field(default_factory=list)
+    # the same per kind of question, where a suite mixes them (confidence tracks accuracy
+    # per kind, or a kind's miscalibration hides in the others' numbers)
+    brier_by_kind: dict[str, float] = Field(default_factory=dict)
+    reliability_by_kind: dict[str, list[ReliabilityBin]] = Field(default_factory=dict)
     # answers whose class matched the key but whose confidence exceeded the key's ceiling
     over_ceiling: int = 0
     remedy_problems: int = 0  # over every case (CaseResult.remedy_problems)
@@ -294,6 +298,12 @@ def _aggregate(s: Scores) -> None:
                          for c in s.cases)
     cal = calibrate(Scored(confidence=c.confidence, correct=c.category_ok) for c in s.cases)
     s.brier, s.reliability = cal.brier, cal.bins
+    kinds = sorted({c.kind for c in s.cases})
+    for kind in kinds if len(kinds) > 1 else []:
+        mine = calibrate(Scored(confidence=c.confidence, correct=c.category_ok)
+                         for c in s.cases if c.kind == kind)
+        if mine.brier is not None:
+            s.brier_by_kind[kind], s.reliability_by_kind[kind] = mine.brier, mine.bins
 
 
 def render_scores(s: Scores, console: Console) -> None:
@@ -338,6 +348,11 @@ def render_scores(s: Scores, console: Console) -> None:
         ct.add_row(exp, *(str(row.get(c, "")) for c in cats))
     console.print(ct)
     render_calibration(Calibration(brier=s.brier, bins=s.reliability), console)
+    for kind, brier in s.brier_by_kind.items():  # a suite of several kinds: each its own
+        bins = s.reliability_by_kind[kind]
+        render_calibration(Calibration(brier=brier, bins=bins), console,
+                           title=f"Reliability of the {kind} verdicts "
+                                 f"({sum(b.cases for b in bins)} cases)")
     wrong = [c for c in s.cases if not (c.category_ok and c.node_ok) or
              c.expected_rank is not None and c.got_rank != c.expected_rank]
     for c in wrong:

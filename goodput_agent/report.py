@@ -68,11 +68,16 @@ class ProposedAction(BaseModel):
     rationale: str
 
 
+SECONDARY = "secondary"  # a timeline role: could start a failure, but not the culprit's
+
+
 class TimelineEntry(BaseModel):
     time: str | None
     node: str | None
     rank: int | None
     kind: str
+    # primary (the culprit's chain), secondary (a failure elsewhere or before, not the one
+    # explained), symptom, context
     role: str
     summary: str
     locator: str
@@ -90,6 +95,10 @@ class Report(BaseModel):
     investigation_id: str | None = None
     kind: Kind
     question: str | None = None
+    # the planner of the investigation: offline-playbook, claude or openai-compatible (a model
+    # server that failed says so in `unknowns`; its question then ran offline, or the failure
+    # analysis' verdict is the report)
+    planner: str | None = None
     root_cause: RootCause
     alternatives: list[Alternative] = Field(default_factory=list)
     retry: Retry
@@ -100,6 +109,8 @@ class Report(BaseModel):
     unread_reasons: dict[str, str] = Field(default_factory=dict)
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
+    # how many later timeline entries the analysis left out of `timeline` (it keeps the first)
+    timeline_left_out: int = 0
     clock: ClockNote | None = None
     # the slowdown question: per run and rank, the median step and its split on one clock
     breakdown: Breakdown | None = None

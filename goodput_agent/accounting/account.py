@@ -123,6 +123,13 @@ class _Accountant:
         self.key, self.whole_job = key, whole_job
         self.origin: Path | None = None  # the bundle as given (a folder or a .tar.gz)
 
+    def world_size(self) -> int | None:
+        """The largest world size the job's logs state (NCCL's communicator, torch's own
+        lines): the ranks, one per GPU."""
+        sizes = [r.facts.get("world_size") for f in self.bundle.inventory.of_format("job_log")
+                 if (r := self.bundle.parse(f)) is not None]
+        return max((n for n in sizes if isinstance(n, int) and n > 0), default=None)
+
     def cause(self, run: RunRecord, index: int, next_start: datetime | None,
               only: bool) -> FailureCause | None:
         if self.ledger is None:
@@ -137,6 +144,11 @@ class _Accountant:
     def attempt(self, run: RunRecord, index: int, cause: FailureCause | None,
                 previous_failure: str | None, only_run: bool) -> Attempt:
         gpus = run.gpus if run.gpus is not None else self.opts.gpus
+        if gpus is None and (world := self.world_size()):
+            gpus = world
+            self.notes.append(f"{run.locator}: no GPU count in the scheduler record: counted "
+                              f"as {world} GPUs, the job's world size in its logs (one rank "
+                              "per GPU; give --gpus)")
         if gpus is None:
             gpus = 1
             self.notes.append(f"{run.locator}: no GPU count in the scheduler record: counted "

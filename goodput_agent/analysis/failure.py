@@ -38,8 +38,8 @@ from goodput_agent.analysis.failure_notes import (
     after_the_verdict,
     clock_notes,
     note_missing_sources,
+    set_timeline,
     thin_evidence,
-    timeline,
     where,
 )
 from goodput_agent.analysis.failure_notes import fmt_time as _fmt
@@ -287,8 +287,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
         verdict = FailureVerdict(category="unknown", confidence=0.0, evidence=seen[:3],
                                  summary="The job completed successfully: there is no failure "
                                          "to explain")
-        verdict.clock_notes, verdict.timeline, verdict.unknowns = notes, timeline(events), unknowns
-        return verdict
+        verdict.clock_notes, verdict.unknowns = notes, unknowns
+        return set_timeline(verdict, events)
     specific = [c for c in cands if not _generic_state(c.event)]
     hang = None if specific else find_hang(events, obs)
     if specific or (cands and hang is None):
@@ -314,7 +314,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     verdict.alternatives += [a for a in pre_existing
                              if (a.category, a.node) != (verdict.category, verdict.node)]
     verdict.clock_notes = notes
-    verdict.timeline = timeline(events)
+    set_timeline(verdict, events)
     note_missing_sources(verdict, obs)
     verdict.unknowns = unknowns + verdict.unknowns
     return after_the_verdict(verdict, events, obs)

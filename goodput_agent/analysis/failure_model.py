@@ -45,6 +45,7 @@ class FailureVerdict(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[Event] = Field(default_factory=list)
+    timeline_left_out: int = 0  # entries past the first ones kept in `timeline`
     clock_notes: list[str] = Field(default_factory=list)
     primary: Event | None = None
 

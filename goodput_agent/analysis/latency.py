@@ -97,6 +97,10 @@ def analyse(source: MetricsSource, service_labels: dict[str, str],
             timeline[f"p{int(q * 100)}"] = ask(
                 f"histogram_quantile({q}, rate({e2e}_bucket[{rate_window:.0f}s])) over time",
                 lambda q=q: source.quantile_series(q, sel, span, step, rate_window), e2e) or []
+        for key in ("waiting", "kv_usage"):  # the load beside it, for the pictures
+            if gauge := names[key]:
+                timeline[key] = ask(f"{gauge} over time", lambda g=gauge: source.gauge_series(
+                    Selector(metric=g, labels=service_labels), span, step), gauge) or []
     windows = None
     if baseline and incident:
         windows = WindowChoice(baseline=baseline, incident=incident, how="user")

@@ -16,9 +16,13 @@ claude_options = [
                  default="offline", show_default=True,
                  help="Who plans: the offline playbook, Claude (needs ANTHROPIC_API_KEY), or "
                       "a self-hosted model (openai-compatible: --base-url, --model)."),
-    click.option("--model", default=None, help="Claude model (env GOODPUT_MODEL, config)."),
+    click.option("--model", default=None,
+                 help="The model: for claude a Claude model (env GOODPUT_MODEL, config); for "
+                      "openai-compatible the server's model name (required, or config)."),
     click.option("--base-url", default=None,
-                 help="Anthropic-compatible endpoint (env ANTHROPIC_BASE_URL, config)."),
+                 help="The server: for claude an Anthropic-compatible endpoint (env "
+                      "ANTHROPIC_BASE_URL, config); for openai-compatible its /v1 URL "
+                      "(required, or config)."),
     click.option("--api-key-env", default=None,
                  help="openai-compatible: env variable holding an API key (optional)."),
     click.option("--context-window", type=int, default=None,
@@ -67,8 +71,11 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
 @click.option("--openai-compatible", "openai_compatible", is_flag=True,
               help="Short for --planner openai-compatible.")
 @with_options(claude_options[1:])
+@click.option("--json", "as_json", is_flag=True,
+              help="For scripts: read one question a line from stdin, print one JSON line per "
+                   "answer (its text, tool calls, why it stopped).")
 def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, planner: str,
-         **flags: Any) -> None:
+         as_json: bool = False, **flags: Any) -> None:
     """Talk with a model (Claude, or a self-hosted one) about an incident bundle or an
     investigation (/ledger /evidence N /actions /quit)."""
     from goodput_agent.ledger import open_ledger
@@ -85,17 +92,17 @@ def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, plan
                 raise BadInput(f"{ledger.path}: no investigation {inv_id}")
             target, kind = row.target, row.kind
             bundle = Path(target) if target and Path(target).exists() else None
-        _chat_over(settings, ledger, bundle, inv_id, kind if inv_id else None)
+        _chat_over(settings, ledger, bundle, inv_id, kind if inv_id else None, as_json)
 
 
 def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | None,  # noqa: ANN401
-               kind: str | None) -> None:
+               kind: str | None, as_json: bool = False) -> None:
     from contextlib import nullcontext
 
     from goodput_agent import __version__
     from goodput_agent.bundle import open_bundle
     from goodput_agent.chat import ChatSession
-    from goodput_agent.cli.chat_repl import run_chat
+    from goodput_agent.cli.chat_repl import run_chat, run_chat_json
     from goodput_agent.kinds import infer_kind
     from goodput_agent.planner.claude import system_prompt
     from goodput_agent.toolkit import ToolContext
@@ -111,7 +118,7 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
                 prompt_hash=system_prompt(chat=True)[1])
         session = ChatSession(settings, ledger, inv_id, ToolContext(bundle=opened),
                               kind or "failure", client=client)
-        run_chat(session)
+        (run_chat_json if as_json else run_chat)(session)
 
 
 def _client_for(settings: Any) -> Any:  # noqa: ANN401

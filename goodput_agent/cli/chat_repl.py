@@ -3,6 +3,7 @@ slash commands read the ledger without the model."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import Any, TextIO
@@ -99,3 +100,31 @@ def run_chat(session: ChatSession, stdin: TextIO | None = None,
         except ModelCallFailed as exc:  # the server's words are untrusted: one escaped line
             spent = f"the model server failed: {exc}"
         out.write(visible(f"\n(stopped: {spent})\n") if spent else "\n")
+
+
+def _record_call(calls: list[dict[str, Any]], name: str, args: Any, ms: float,  # noqa: ANN401
+                 error: bool) -> None:
+    calls.append({"tool": name, "args": args, "ms": round(ms, 1), "error": error})
+
+
+def run_chat_json(session: ChatSession, stdin: TextIO | None = None,
+                  out: TextIO | None = None) -> None:
+    """`goodput chat --json`: a question a line in, a JSON line out per answer (no slash
+    commands; an empty line is skipped, end of input ends the chat)."""
+    from goodput_agent.untrusted import json_text
+
+    stdin, out = stdin or sys.stdin, out or sys.stdout
+    for raw in stdin:
+        question = raw.strip()
+        if not question:
+            continue
+        calls: list[dict[str, Any]] = []
+        on_tool = functools.partial(_record_call, calls)
+        try:
+            answer, spent = session.ask(question, lambda piece: None, on_tool)
+        except ModelCallFailed as exc:
+            answer, spent = "", f"the model server failed: {exc}"
+        out.write(json_text(json.dumps({
+            "investigation_id": session.inv_id, "question": question, "answer": answer,
+            "tool_calls": calls, "stopped": spent}, default=str)) + "\n")
+        out.flush()

@@ -56,7 +56,7 @@ K8S_OPTIONS: list[Callable[[Any], Any]] = [
 ]
 # `goodput collect` has no --since/--service of its own (`investigate` has them already)
 COLLECT_LATENCY_OPTIONS: list[Callable[[Any], Any]] = [
-    click.option("--since", "since", default=None, metavar="DURATION",
+    click.option("--since", "since", default=None, metavar="WHEN",
                  help="With --k8s-pod and --prometheus, a vLLM pod's series: look back this "
                       "far (default 6h), or this window (10:00-11:00, START/END)."),
     click.option("--service", "service", default=None,

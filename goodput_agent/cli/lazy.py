@@ -10,9 +10,13 @@ import importlib
 
 import click
 
+from goodput_agent.cli.term import add_output_options
+
 # command name -> "module:attribute" of its click command, all under goodput_agent.cli
 LAZY_COMMANDS = {
     "trace": "trace:trace",
+    "latency": "latency:latency",
+    "completion": "completion:completion_cmd",
     "collect": "live:collect_cmd",
     "chat": "chat:chat",
     "serve": "serve:serve_cmd",
@@ -40,10 +44,10 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
-        if command is not None or cmd_name not in LAZY_COMMANDS:
-            return command
-        module_name, attribute = LAZY_COMMANDS[cmd_name].split(":")
-        module = importlib.import_module(f"goodput_agent.cli.{module_name}")
-        command = getattr(module, attribute)
-        self.add_command(command, cmd_name)
-        return command
+        if command is None and cmd_name in LAZY_COMMANDS:
+            module_name, attribute = LAZY_COMMANDS[cmd_name].split(":")
+            module = importlib.import_module(f"goodput_agent.cli.{module_name}")
+            command = getattr(module, attribute)
+            self.add_command(command, cmd_name)
+        # every command's --wide, --no-color, -o and exit codes, the same everywhere
+        return None if command is None else add_output_options(command, cmd_name)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,6 +19,7 @@ from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
+from goodput_agent.cli.term import SETTINGS, add_output_options, emit, wants_document
 from goodput_agent.errors import BadInput
 from goodput_agent.logs import configure
 from goodput_agent.untrusted import json_dumps, json_text, line
@@ -33,6 +35,11 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 class _Group(LazyGroup):
     """Turns BadInput anywhere into one line on stderr and exit 2 — never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],  # type: ignore[override]
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        SETTINGS.__init__()  # type: ignore[misc] # each run starts plain (tests run many)
+        return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -58,9 +65,16 @@ class _Group(LazyGroup):
 @click.version_option(__version__, prog_name="goodput")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def cli(log_level: str) -> None:
-    """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence."""
-    configure(log_level)
+@click.option("--log-json", is_flag=True,
+              help="Logs as JSON lines on a terminal too (they are whenever stderr is not one).")
+def cli(log_level: str, log_json: bool) -> None:
+    """Goodput investigates why GPU jobs fail, slow down or serve slowly — with evidence.
+
+    Every command takes --wide and --no-color; those that print a document take --json and
+    -o json|yaml|wide. The ledger is GOODPUT_LEDGER, else ~/.local/share/goodput/ledger.duckdb,
+    or --ledger PATH.
+    """
+    configure(log_level, json_logs=True if log_json else None)
 
 
 @contextmanager
@@ -147,7 +161,7 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
               help="Override the kind of question inferred from the bundle.")
 @pictures_option
 @with_options(prometheus_options)
-@click.option("--since", "since_text", default=None, metavar="DURATION",
+@click.option("--since", "since_text", default=None, metavar="WHEN",
               help="With --prometheus (also with --k8s-pod: a vLLM pod's series): look back "
                    "this far for the change (6h), or search this window (10:00-11:00, "
                    "START/END).")
@@ -190,29 +204,6 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
     if bundle is None:
         raise click.UsageError("give a bundle (a directory or .tar.gz) or --prometheus URL")
     _investigate(bundle, ledger_path, kind, as_json, pictures_dir, claude, ray_address)
-
-
-@cli.command()
-@with_options(prometheus_options)
-@click.option("--baseline", default=None, metavar="WINDOW",
-              help="Good window: 10:00-11:00 or START/END in ISO 8601.")
-@click.option("--incident", default=None, metavar="WINDOW", help="Bad window, same forms.")
-@click.option("--since", "since_text", default=None, metavar="DURATION",
-              help="Without windows: look back this far for the change (default 6h), or "
-                   "search this window (10:00-11:00, START/END).")
-@pictures_option
-@json_option
-@ledger_option
-def latency(prometheus_url: str | None, service: str | None, tz_name: str | None,
-            timeout_s: float, baseline: str | None, incident: str | None,
-            since_text: str | None, pictures_dir: Path | None, as_json: bool,
-            ledger_path: Path | None) -> None:
-    """Why did inference latency rise? Queue vs prefill vs decode, against a live Prometheus."""
-    if not prometheus_url:
-        raise click.UsageError("--prometheus URL is required (for a bundle: goodput investigate)")
-    _live_latency(prometheus_url, service, baseline, incident,
-                  since_text or (None if baseline or incident else "6h"), tz_name, timeout_s,
-                  ledger_path, as_json, pictures_dir)
 
 
 @cli.command()
@@ -274,11 +265,16 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
     if rec is None:
         _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
         return
-    if as_json:
-        data = rec.model_dump(mode="json")  # with status: concluded or interrupted
+    if wants_document(as_json):
+        from pydantic import TypeAdapter
+
+        from goodput_agent.ledger.actions import record_document
+
+        # times as ISO 8601, as every other --json; status: concluded or interrupted
+        data = TypeAdapter(dict).dump_python(record_document(rec), mode="json")
         if usage:
             data["llm_usage"] = usage
-        click.echo(json_dumps(data))
+        emit(data)
     else:
         render_record(rec, TerminalConsole(), usage)
 
@@ -374,6 +370,9 @@ def tools_cmd(as_json: bool) -> None:
 
 
 
+add_output_options(cli, "goodput")
+
+
 def main() -> None:
-    cli()
+    cli(prog_name="goodput")  # also as `python -m goodput_agent.cli`: usage lines, completion
 

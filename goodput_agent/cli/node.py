@@ -101,7 +101,7 @@ def render(health: NodeHealth, console: Console) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (NodeHealth).")
 @click.option("--xid-wait", "xid_wait_s", type=click.FloatRange(0, 60), default=0.2,
               show_default=True, help="Seconds to listen for Xid events.")
-@click.option("--since", "since_text", default="24h", show_default=True, metavar="DURATION",
+@click.option("--since", "since_text", default="24h", show_default=True, metavar="WHEN",
               help="Kernel log window searched for Xid lines (6h, or START/END).")
 @click.option("--no-kernel-log", is_flag=True, help="Do not read the kernel log.")
 @click.option("--prometheus", "prometheus_url", default=None, metavar="URL",

@@ -10,7 +10,9 @@ from typing import Any
 import click
 
 ledger_option = click.option("--ledger", "ledger_path", type=click.Path(path_type=Path),
-                             default=None, help="DuckDB ledger file (default: user data dir).")
+                             default=None,
+                             help="DuckDB ledger file (default: $GOODPUT_LEDGER, else "
+                                  "~/.local/share/goodput/ledger.duckdb).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 

@@ -6,17 +6,27 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.markup import escape
 from rich.panel import Panel
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, Breakdown
-from goodput_agent.ledger import INTERRUPTED, InvestigationRecord
-from goodput_agent.report import Report
+from goodput_agent.cli.render_parts import (
+    alternatives_table,
+    cut_excerpt,
+    evidence_blocks,
+    proposal_blocks,
+    timeline_table,
+)
+from goodput_agent.cli.term import SETTINGS, WIDE_COLUMNS
+from goodput_agent.ledger import CHAT, INTERRUPTED, InvestigationRecord
+from goodput_agent.report import EvidenceItem, Report
 from goodput_agent.untrusted import markup, rich_text, safe_segments, visible
 
 
@@ -24,6 +34,13 @@ class TerminalConsole(Console):
     """rich's Console, except that a reader who left (`goodput ... | head`) is not an error:
     the BrokenPipeError reaches the CLI, which exits 0 (rich's own handler exits 1); and that
     no control character or hyperlink in any text it renders reaches the terminal raw."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if SETTINGS.no_color:
+            kwargs.setdefault("no_color", True)
+        super().__init__(*args, **kwargs)
+        if SETTINGS.wide and "width" not in kwargs:
+            self.width = max(self.width, WIDE_COLUMNS)
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
@@ -54,51 +71,27 @@ def render_report(report: Report, console: Console) -> None:
     head = Text.assemble((visible(rc.category), "bold"), "  ",
                          (f"confidence {rc.confidence:.2f}", _conf_style(rc.confidence)),
                          "  ", (where, "cyan"))
-    body: list = [head, rich_text(rc.summary)]
+    question = visible(report.question or report.kind, newlines=False)
+    fits = len(question) <= console.width - 8
+    body: list = ([] if fits else [Text(question, style="bold")]) + [head, rich_text(rc.summary)]
     if report.retry:
         verdict = {True: "yes", False: "no", None: "unknown"}[report.retry.useful]
         body.append(Text.assemble(("Retry useful: ", "bold"), verdict,
                                   f" — {visible(report.retry.why)}"))
-    console.print(Panel(Group(*body), title=f"[bold]{markup(report.question or report.kind)}[/]",
+    console.print(Panel(Group(*body), title=f"[bold]{escape(question)}[/]" if fits else None,
                         subtitle=markup(report.investigation_id or ""), expand=True))
     if rc.evidence:
-        t = Table(title="Evidence", show_lines=False, expand=True)
-        t.add_column("id", justify="right", style="dim")
-        t.add_column("where", style="cyan", no_wrap=True)
-        t.add_column("excerpt")
-        for ev in rc.evidence:
-            t.add_row(str(ev.id or ""), markup(ev.locator), markup(ev.excerpt[:240]))
-        console.print(t)
+        console.print(evidence_blocks(rc.evidence))
     if report.breakdown:
         render_breakdown(report.breakdown, console)
     if report.latency:
         render_latency(report.latency, console)
     if report.timeline:
-        t = Table(title="Timeline (first event per node and rank, UTC)", expand=True)
-        for col in ("time", "node", "rank", "role", "what"):
-            t.add_column(col, no_wrap=col != "what")
-        for e in report.timeline[:20]:
-            style = "bold red" if e.role == "primary" else "dim" if e.role == "context" else ""
-            t.add_row(_clock(e.time), markup(e.node or "—"),
-                      "—" if e.rank is None else str(e.rank), markup(e.role),
-                      markup(e.summary[:120]), style=style)
-        console.print(t)
+        console.print(timeline_table(report.timeline, console.width, report.timeline_left_out))
     if report.alternatives:
-        t = Table(title="Alternatives considered", expand=True)
-        t.add_column("category", no_wrap=True)
-        t.add_column("conf", justify="right")
-        t.add_column("why not")
-        for a in report.alternatives:
-            t.add_row(markup(a.category), f"{a.confidence:.2f}", markup(a.why_not))
-        console.print(t)
+        console.print(alternatives_table(report.alternatives))
     if report.actions:
-        t = Table(title="Proposed actions (nothing has been executed)", expand=True)
-        for col in ("id", "tool", "args", "mutating", "why"):
-            t.add_column(col)
-        for a in report.actions:
-            t.add_row(str(a.id), markup(a.tool), markup(json.dumps(a.args)),
-                      "yes" if a.mutating else "no", markup(a.rationale))
-        console.print(t)
+        console.print(proposal_blocks(report.actions))
     if report.advice:
         from goodput_agent.cli.action_views import render_advice
 
@@ -134,20 +127,29 @@ def unread_notes(unread: dict[str, str]) -> list[str]:
 
 
 def render_breakdown(b: Breakdown, console: Console) -> None:
-    """Per run and rank: the median step and its split (ms); the parts sum to the step."""
-    t = Table(title="Step time on the GPU timeline (median step, ms; parts sum to the step)",
-              expand=True)
-    for col in ("run", "rank", "host", "step", *PART_LABELS.values()):
-        t.add_column(col, justify="right" if col not in ("run", "host") else "left",
-                     no_wrap=True)
+    """Per run and rank: the median step and its split (ms); the parts sum to the step. Narrow
+    terminals get a table per run and two-line part headers."""
+    narrow = console.width < 120
+    title = "Step time on the GPU timeline (median step, ms; parts sum to the step)"
     runs = [r for r in (b.baseline, b.incident) if r is not None]
-    for run in runs:
-        for rk in sorted(run.ranks, key=lambda r: (r.rank is None, r.rank or 0, r.path)):
-            m = rk.median_step
-            parts = [f"{getattr(m, p) / 1000:.1f}" if m else "—" for p in PARTS]
-            t.add_row(markup(run.label), "—" if rk.rank is None else str(rk.rank),
-                      markup(rk.host or "—"), f"{rk.median_step_us / 1000:.1f}", *parts)
-    console.print(t)
+    for group in ([[r] for r in runs] if narrow else [runs]):
+        t = Table(title=f"{visible(group[0].label)} run: median step, ms (the parts sum to it)"
+                  if narrow else title,
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+                  expand=not narrow, title_justify="left")
+        labels = [PART_LABELS[p].replace(" ", "\n") if narrow else PART_LABELS[p]
+                  for p in PARTS]
+        for col in ([] if narrow else ["run"]) + ["rank", "host", "step", *labels]:
+            t.add_column(col, justify="left" if col in ("run", "host") else "right",
+                         no_wrap=True)
+        for run in group:
+            for rk in sorted(run.ranks, key=lambda r: (r.rank is None, r.rank or 0, r.path)):
+                m = rk.median_step
+                parts = [f"{getattr(m, p) / 1000:.1f}" if m else "—" for p in PARTS]
+                t.add_row(*([] if narrow else [markup(run.label)]),
+                          "—" if rk.rank is None else str(rk.rank), markup(rk.host or "—"),
+                          f"{rk.median_step_us / 1000:.1f}", *parts)
+        console.print(t)
 
 
 def _verdict_line(rec: InvestigationRecord) -> str:
@@ -158,6 +160,8 @@ def _verdict_line(rec: InvestigationRecord) -> str:
                 f"exit {c['exit_code']}")
     done = (f"tool calls {len(rec.tool_calls)}, evidence {len(rec.evidence)}, claims "
             f"{len(rec.claims)}, actions {len(rec.actions)}")
+    if rec.status == CHAT:
+        return f"a conversation (goodput chat), no verdict: {done}"
     last = rec.tool_calls[-1] if rec.tool_calls else None
     if last is not None:
         done += f" (the last tool call: #{last['seq']} {markup(last['tool'])})"
@@ -223,32 +227,59 @@ def render_record(rec: InvestigationRecord, console: Console,
         f"[bold]{markup(inv['question'])}[/]\nkind {markup(inv['kind'])} · planner "
         f"{markup(inv['planner'])} · target {markup(inv['target'])}\n{_verdict_line(rec)}{llm}",
         title=markup(inv["id"])))
-    t = Table(title="Claims", expand=True)
-    for col in ("id", "status", "category", "conf", "statement", "evidence"):
-        t.add_column(col)
-    for cl in rec.claims:
-        t.add_row(str(cl["id"]), markup(cl["status"]), markup(cl["category"]),
-                  f"{cl['confidence']:.2f}", markup(cl["statement"]),
-                  markup(f"+{cl['supporting']} -{cl['contradicting']}"))
-    console.print(t)
-    t = Table(title="Evidence", expand=True)
-    for col in ("id", "locator", "excerpt"):
-        t.add_column(col)
-    for ev in rec.evidence:
-        t.add_row(str(ev["id"]), markup(ev["locator"]), markup(str(ev["excerpt"])[:200]))
-    console.print(t)
-    t = Table(title="Tool calls", expand=True)
-    for col in ("#", "tool", "args", "ms", "output", "error"):
-        t.add_column(col)
-    for tc in rec.tool_calls:
-        t.add_row(str(tc["seq"]), markup(tc["tool"]), markup(tc["args_json"]),
-                  f"{tc['duration_ms']:.1f}", markup(str(tc["output_summary"])[:80]),
-                  markup(tc["error"] or ""))
-    console.print(t)
+    console.print(_claim_blocks(rec.claims))
+    console.print(evidence_blocks([EvidenceItem(
+        id=ev["id"], source=str(ev.get("source") or ""), locator=str(ev["locator"]),
+        excerpt=str(ev["excerpt"] or ""), time=_iso(ev.get("event_time")))
+        for ev in rec.evidence]))
+    console.print(_tool_call_table(rec.tool_calls))
     if rec.actions or rec.action_events:  # what happened to each; a verification of advice
         from goodput_agent.cli.render_actions import render_action_chain
 
         render_action_chain(rec, console)
+
+
+def _iso(value: object) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else (str(value) if value else None)
+
+
+def _claim_blocks(claims: list[dict]) -> RenderableType:
+    """`#id status category confidence` and the evidence it cites, the statement below."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for cl in claims:
+        head = Text.assemble((visible(cl["status"]), "bold"), " ", visible(cl["category"]),
+                             (f"  confidence {cl['confidence']:.2f}", "dim"),
+                             (f"  evidence +{_ids(cl['supporting'])} "
+                              f"-{_ids(cl['contradicting'])}", "dim"))
+        grid.add_row(f"#{cl['id']}", Group(head, rich_text(cl["statement"])))
+    return Group(Text("Claims", style="bold"), grid)
+
+
+def _ids(text: object) -> str:
+    try:
+        ids = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return visible(text)
+    return ",".join(f"#{i}" for i in ids or []) or "none"
+
+
+def _tool_call_table(calls: list[dict]) -> Table:
+    t = Table(title="Tool calls", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+              expand=True, title_justify="left")
+    for col, wrap in (("#", False), ("tool", False), ("ms", False), ("args and result", True)):
+        t.add_column(col, no_wrap=not wrap, justify="right" if col in ("#", "ms") else "left",
+                     ratio=1 if wrap else None, overflow="fold")
+    for tc in calls:
+        out = Text(visible(tc["args_json"]), style="cyan")
+        if tc["error"]:
+            out.append(f"\nerror: {visible(tc['error'])}", style="red")
+        elif tc["output_summary"] not in (None, "null"):
+            out.append("\n" + cut_excerpt(visible(str(tc["output_summary"]))))
+        t.add_row(str(tc["seq"]), visible(tc["tool"], newlines=False),
+                  f"{tc['duration_ms']:.1f}", out)
+    return t
 
 
 _LATENCY_ROWS = (("e2e", "s"), ("queue", "s"), ("prefill", "s"), ("decode", "s"), ("ttft", "s"),
@@ -273,12 +304,14 @@ def render_latency(lat: dict, console: Console) -> None:
     b, i = lat.get("baseline") or {}, lat.get("incident") or {}
     if not (b or i):
         return  # nothing was measured: the notes say why
-    title = "Baseline vs incident"
     if w:
-        title += (f" (windows: {w.get('how')}; baseline {_clock(w['baseline']['start'])}–"
-                  f"{_clock(w['baseline']['end'])}, incident {_clock(w['incident']['start'])}–"
-                  f"{_clock(w['incident']['end'])})")
-    t = Table(title=title, expand=True)
+        console.print(Text.assemble(("Windows", "bold"), f" ({visible(w.get('how'))}, UTC): "
+                                    f"baseline {_clock(w['baseline']['start'])}–"
+                                    f"{_clock(w['baseline']['end'])}, incident "
+                                    f"{_clock(w['incident']['start'])}–"
+                                    f"{_clock(w['incident']['end'])}"))
+    t = Table(title="Baseline vs incident", box=box.SIMPLE_HEAD, show_edge=False,
+              pad_edge=False, title_justify="left")
     for col in ("metric", "baseline", "incident", "x"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for key, unit in _LATENCY_ROWS:

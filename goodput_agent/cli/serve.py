@@ -3,6 +3,7 @@ rank/node timeline picture as an SVG file."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,7 @@ def _networks(cidrs: tuple[str, ...]) -> list[str]:
 # what the review pages are told, beside where they listen: shared by `serve` and `watch --serve`
 page_options = [
     click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None,
-                 help="Approval policy YAML (default: $GOODPUT_POLICY, else policy.yaml beside "
-                      "the ledger, else the shipped one)."),
+                 help="Approval policy YAML (default: $GOODPUT_POLICY, else the shipped one)."),
     click.option("--token-file", type=click.Path(path_type=Path), default=None,
                  help="File holding the shared access token (default: $GOODPUT_SERVE_TOKEN); "
                       "required beyond loopback. It lets a client read, not approve."),
@@ -58,13 +58,14 @@ page_options = [
 def serve_config(ledger: Path, host: str, flags: dict[str, Any], slurm_conf: Path | None,
                  kubeconfig: Path | None) -> Any:
     """The pages' configuration from page_options' flags; BadInput on a broken one."""
-    from goodput_agent.approval.policy import load_policy, policy_path_for
+    from goodput_agent.approval.policy import load_policy
     from goodput_agent.web.app import ServeConfig
     from goodput_agent.web.security import configured_token, require_token_for
 
     token = configured_token(flags.pop("token_file"))
     require_token_for(host, token)
-    policy = policy_path_for(flags.pop("policy_path"), ledger)
+    env = os.environ.get("GOODPUT_POLICY")
+    policy = flags.pop("policy_path") or (Path(env) if env else None)
     load_policy(policy)  # a broken policy is one line now, not an error on the first click
     return ServeConfig(
         ledger=ledger, host=host, token=token, policy_path=policy,
@@ -117,7 +118,8 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
 
     cap_malloc_arenas()  # a long-running server whose request threads come and go
     ledger = _ledger(ledger_path)
-    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)  # an unsafe bind first
+    # who may reach the pages is checked first: it is wrong whatever the ledger holds
+    config = serve_config(ledger, host, flags, slurm_conf, kubeconfig)
     if not ledger.is_file():
         raise BadInput(f"{ledger}: no ledger here (run `goodput investigate` first, or --ledger)")
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
@@ -130,10 +132,12 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
 @click.command("failure-timeline")
 @click.argument("investigation_id", required=False)
 @ledger_option
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True,
               help="SVG file to write.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was drawn as JSON (the file and each entry) for scripts.")
 def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
-                         out: Path) -> None:
+                         out: Path, as_json: bool) -> None:
     """Every rank's first error of a failure on one clock (the latest investigation by default)."""
     from goodput_agent.ledger.reader import read_ledger
     from goodput_agent.pictures.failure_timeline import draw_failure_timeline
@@ -152,4 +156,11 @@ def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
     written = draw_failure_timeline(report, out)
     if written is None:
         raise BadInput(f"{inv_id}: no failure event has a time; nothing to draw")
+    if as_json:
+        from goodput_agent.untrusted import json_dumps
+
+        click.echo(json_dumps({"investigation_id": inv_id, "svg": str(written.resolve()),
+                               "entries": [e.model_dump(mode="json") for e in report.timeline],
+                               "left_out": report.timeline_left_out}))
+        return
     click.echo(str(written))

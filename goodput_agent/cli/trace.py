@@ -293,7 +293,10 @@ def _default_out(trace_file: Path, step: int) -> Path:
               help="SVG file to write (default: <trace>.step<N>.svg here; a folder: in it).")
 @click.option("--step", "step_number", type=int, default=None,
               help="Step number (default: the median step).")
-def timeline(trace_file: Path, output: Path | None, step_number: int | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was drawn as JSON (the file, the step, its breakdown).")
+def timeline(trace_file: Path, output: Path | None, step_number: int | None,
+             as_json: bool) -> None:
     """Draw one step: CPU threads and GPU streams as rows on one clock, phases coloured."""
     from goodput_agent.pictures.trace_timeline import draw_step_timeline
 
@@ -307,4 +310,9 @@ def timeline(trace_file: Path, output: Path | None, step_number: int | None) -> 
         written = draw_step_timeline(tr, step, breakdown, out)
     except OSError as exc:
         raise BadInput(f"{out}: cannot write ({exc.strerror or exc})") from None
+    if as_json:
+        click.echo(json_dumps({"trace": str(trace_file), "svg": str(written.resolve()),
+                               "step": step.number, "duration_ms": round(step.dur / 1000, 3),
+                               "breakdown": breakdown.model_dump(mode="json")}))
+        return
     click.echo(line(f"step {step.number} ({_ms(step.dur)} ms) drawn: {written.resolve()}"))

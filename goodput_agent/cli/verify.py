@@ -28,7 +28,7 @@ from goodput_agent.untrusted import markup
               help="With --slurm-job: slurm.conf of the cluster (default: $SLURM_CONF).")
 @click.option("--prometheus", "prometheus_url", default=None, metavar="URL",
               help="Latency: measure the after window live from this Prometheus instead.")
-@click.option("--since", "since_text", default=None, metavar="WINDOW",
+@click.option("--since", "since_text", default=None, metavar="WHEN",
               help="With --prometheus: the after window (2h, or START/END); default: 1h.")
 @click.option("--before", "before", type=click.Path(path_type=Path), default=None,
               help="The investigated bundle (default: the investigation's own target).")

@@ -256,7 +256,10 @@ def render_status(status: WatchStatus) -> None:
     from goodput_agent.watch.status import age, when
 
     console = TerminalConsole()
-    t = Table(title="sources")
+    style = {True: "green", False: "yellow"}.get(status.running, "dim")  # type: ignore[arg-type]
+    console.print(f"watch: [{style}]{markup(status.state)}[/]", highlight=False)
+    at_last = "" if status.running else " (at its last poll)"
+    t = Table(title=f"sources{at_last}")
     for col in ("source", "health", "lag", "last ok", "failures", "last error"):
         t.add_column(col)
     for s in status.sources:
@@ -266,6 +269,11 @@ def render_status(status: WatchStatus) -> None:
     console.print(t)
     console.print("queue: " + ", ".join(f"{k} {v}" for k, v in status.queue.items()),
                   highlight=False)
+    failed = [i for i in status.incidents if i["status"] == "failed"]
+    for i in failed:  # each failed incident, with why (the queue's count alone hides them)
+        console.print(markup(f"failed: {i['source']} {i['question']} {i['subject']} after "
+                             f"{i['attempts']} attempts: {i['error'] or 'no error recorded'}"),
+                      style="red", highlight=False)
     for g in status.groups[:10]:
         console.print(markup(f"group {g['group_key']}: {g['members']} incidents, "
                              f"investigation {g['investigation_id'] or '(pending)'}, "

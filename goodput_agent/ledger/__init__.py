@@ -4,6 +4,7 @@ its vocabulary: core (investigations), actions (the gate's rows), watch (the que
 (model calls and conversations), fleet (aggregates), tokens (approvers' tokens)."""
 
 from goodput_agent.ledger.core import (
+    CHAT,
     CONCLUDED,
     INTERRUPTED,
     InvestigationRecord,
@@ -16,6 +17,6 @@ from goodput_agent.ledger.core import (
 from goodput_agent.ledger.files import LedgerBusy, LedgerError
 from goodput_agent.ledger.schema import SCHEMA_VERSION
 
-__all__ = ["CONCLUDED", "INTERRUPTED", "SCHEMA_VERSION", "InvestigationRecord", "Ledger",
+__all__ = ["CHAT", "CONCLUDED", "INTERRUPTED", "SCHEMA_VERSION", "InvestigationRecord", "Ledger",
            "LedgerBusy", "LedgerError", "default_ledger_path", "digest", "new_investigation_id",
            "open_ledger"]

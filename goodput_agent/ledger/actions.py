@@ -13,7 +13,7 @@ import duckdb
 from pydantic import BaseModel
 
 from goodput_agent.errors import BadInput
-from goodput_agent.ledger.core import Ledger, fetch
+from goodput_agent.ledger.core import InvestigationRecord, Ledger, fetch
 from goodput_agent.ledger.schema import insert_sql
 
 KINDS = ("approval", "rejection", "refusal", "execution_started", "execution", "verification")
@@ -274,3 +274,42 @@ def proposals_by(ledger: Ledger, planner: str, tool: str, node: str | None = Non
     for r in rows:
         r["claim_ids"] = json.loads(r["claim_ids"] or "[]")
     return rows
+
+
+# --- one investigation as a document (`ledger show --json`) -----------------------------------
+
+def _parsed(text: Any, default: Any) -> Any:  # noqa: ANN401 - JSON kept as text in a column
+    if not isinstance(text, str):
+        return default if text is None else text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def record_document(rec: InvestigationRecord) -> dict[str, Any]:
+    """An investigation as real JSON (no JSON inside strings), its actions under the names and
+    with the current status that `goodput actions --json` gives them."""
+    evs: dict[int, list[ActionEvent]] = {}
+    for row in rec.action_events:
+        ev = _event(dict(row)) if "detail_json" in row else ActionEvent(**row)
+        evs.setdefault(ev.action_id, []).append(ev)
+    actions = [{"action_id": a["id"], "investigation_id": a["investigation_id"],
+                "tool": a["tool"], "args": _parsed(a.get("args_json"), {}),
+                "mutating": a["mutating"], "rationale": a["rationale"],
+                "status": status_of(evs.get(a["id"], [])).value,
+                "claim_ids": _parsed(a.get("claim_ids"), []), "created_at": a["created_at"]}
+               for a in rec.actions]
+    claims = [{**c, "supporting": _parsed(c.get("supporting"), []),
+               "contradicting": _parsed(c.get("contradicting"), [])} for c in rec.claims]
+    calls = [{k: v for k, v in {**t, "args": _parsed(t.get("args_json"), {}),
+                                "output_summary": _parsed(t.get("output_summary"), None)}.items()
+              if k != "args_json"} for t in rec.tool_calls]
+    conclusion = None
+    if rec.conclusion is not None:
+        conclusion = {k: v for k, v in rec.conclusion.items() if k != "report_json"}
+        conclusion["report"] = _parsed(rec.conclusion.get("report_json"), None)
+    events = [e.model_dump(mode="json") for evl in evs.values() for e in evl]
+    return {"investigation": rec.investigation, "status": rec.status, "claims": claims,
+            "evidence": rec.evidence, "tool_calls": calls, "actions": actions,
+            "action_events": sorted(events, key=lambda e: e["id"]), "conclusion": conclusion}

@@ -30,6 +30,8 @@ from goodput_agent.ledger.staging import Staging
 # an investigation with no conclusion row: the run stopped (killed, crashed) before recording
 # one, or is still running (its rows are staged until it concludes)
 CONCLUDED, INTERRUPTED = "concluded", "interrupted"
+# a conversation (`goodput chat`): no verdict to conclude, so never "interrupted"
+CHAT, CHAT_PLANNER_SUFFIX = "chat", "-chat"
 
 
 def default_ledger_path() -> Path:
@@ -73,6 +75,7 @@ class Ledger:
         self.path = Path(path)
         self.read_only = read_only
         self._staged: dict[str, Staging] = {}
+        self._planners: dict[str, str] = {}
         try:
             if read_only:
                 if not self.path.is_file():
@@ -135,7 +138,12 @@ class Ledger:
             con.execute(schema.insert_sql("investigations"),
                         [inv_id, _now(), question, kind, target, planner, version, prompt_hash])
         self._staged[inv_id] = Staging(inv_id, self._reserve)
+        self._planners[inv_id] = planner
         return inv_id
+
+    def planner_of(self, inv_id: str) -> str | None:
+        """The planner an investigation this handle started was recorded with."""
+        return self._planners.get(inv_id)
 
     @contextmanager
     def staging(self, inv_id: str) -> Iterator[None]:
@@ -222,6 +230,8 @@ class Ledger:
         """The staged rows (and the conclusion) in one transaction; `keep`: the investigation
         stays open for more (a chat's next turn)."""
         staged = self._staged.get(inv_id) if keep else self._staged.pop(inv_id, None)
+        if not keep:
+            self._planners.pop(inv_id, None)
         if conclusion is None and (staged is None or not staged.count):
             return
         with self.writing() as con:
@@ -242,7 +252,9 @@ class Ledger:
     def investigations(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.rows(
             "SELECT i.id, i.created_at, i.kind, i.question, i.target, i.planner, "
-            f"CASE WHEN c.investigation_id IS NULL THEN '{INTERRUPTED}' ELSE '{CONCLUDED}' END "
+            f"CASE WHEN c.investigation_id IS NOT NULL THEN '{CONCLUDED}' "
+            f"WHEN ends_with(i.planner, '{CHAT_PLANNER_SUFFIX}') THEN '{CHAT}' "
+            f"ELSE '{INTERRUPTED}' END "
             "AS status, c.category, c.confidence, c.exit_code "
             "FROM investigations i LEFT JOIN conclusions c "
             "ON c.investigation_id = i.id ORDER BY i.created_at DESC LIMIT ?", [limit])
@@ -290,7 +302,10 @@ class InvestigationRecord(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> str:
-        return INTERRUPTED if self.conclusion is None else CONCLUDED
+        if self.conclusion is not None:
+            return CONCLUDED
+        chat = str(self.investigation.get("planner") or "").endswith(CHAT_PLANNER_SUFFIX)
+        return CHAT if chat else INTERRUPTED
 
 
 @contextmanager

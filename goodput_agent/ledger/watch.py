@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from goodput_agent.ledger.core import Ledger, fetch
 
@@ -194,6 +194,23 @@ class WatchQueue:
                          one_line(error) if error else None,
                          0 if error is None else failures + 1, seen])
 
+    def record_start(self, run: WatchRun) -> None:
+        """A watch started: its sources are the ones whose health counts from now on (a source
+        an earlier run watched is forgotten, not kept "down" forever)."""
+        with self.ledger.writing() as con:
+            con.execute("DELETE FROM watch_health WHERE NOT list_contains(?::VARCHAR[], source)",
+                        [run.sources])
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        [WATCH_RUN_KEY, run.model_dump_json()])
+
+    def record_stop(self) -> None:
+        run = watch_run(self.ledger)
+        if run is not None:
+            run.stopped_at = _now()
+            with self.ledger.writing() as con:
+                con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            [WATCH_RUN_KEY, run.model_dump_json()])
+
     def record_notification(self, key: str, investigation_id: str | None, ok: bool,
                             attempts: int, error: str | None) -> None:
         with self.ledger.writing() as con:
@@ -225,6 +242,27 @@ def _open_groups(con: Any, triggers: list[NewTrigger], window_s: float | None
 
 
 # --- what `watch status` and the /watch page show ---------------------------------------------
+
+WATCH_RUN_KEY = "watch.run"
+
+
+class WatchRun(BaseModel):
+    """The latest watch process on this ledger: where it runs, what it watches, whether it said
+    it stopped (a killed one never does)."""
+
+    pid: int
+    host: str
+    started_at: datetime
+    interval_s: float
+    once: bool = False
+    sources: list[str] = Field(default_factory=list)
+    stopped_at: datetime | None = None
+
+
+def watch_run(ledger: Ledger) -> WatchRun | None:
+    rows = ledger.rows("SELECT value FROM meta WHERE key = ?", [WATCH_RUN_KEY])
+    return WatchRun.model_validate_json(rows[0]["value"]) if rows else None
+
 
 def has_watch(ledger: Ledger) -> bool:
     return bool(ledger.rows("SELECT 1 FROM watch_triggers LIMIT 1") or

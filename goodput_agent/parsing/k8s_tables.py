@@ -3,9 +3,11 @@
 What a user pastes is often the plain table, not `-o json`: with or without its header, with
 or without the namespace column (`-A`), with `-o wide`'s extra columns, `pod/` prefixes, or an
 indent. Rows are read by shape:
-- pods: NAME READY(n/m) STATUS RESTARTS AGE: a status of OOMKilled is the container's memory
-  cgroup killing it (host memory), UnexpectedAdmissionError / Error / CrashLoopBackOff are told
-  but decide nothing alone; Evicted rows need their message (events or describe);
+- pods: NAME READY(n/m) STATUS RESTARTS AGE [IP NODE ...]: with `-o wide` each pod's node is
+  a fact (as `-o json`'s pods are), so events about the pod name its node; a status of
+  OOMKilled is the container's memory cgroup killing it (host memory),
+  UnexpectedAdmissionError / Error / CrashLoopBackOff are told but decide nothing alone;
+  Evicted rows need their message (events or describe);
 - events: LAST SEEN TYPE REASON OBJECT MESSAGE: judged as `kubectl get events -o json` is
   (k8s/verdicts.py), an eviction because the node was low on memory included;
 - nodes: NAME STATUS ROLES AGE VERSION: a NotReady node is a node fault only with the job on
@@ -27,7 +29,9 @@ FORMAT = "k8s_table"
 _AGE = r"(?:<unknown>|\d+[smhdy](?:\d+[smh])?|\d+\.\d+[smh])"
 _POD = re.compile(r"^\s*(?:(?P<ns>[a-z0-9][a-z0-9-]*)\s+)?(?:pod/)?(?P<name>[a-z0-9][\w.\-<>]*"
                   r"(?:\.\.\.)?)\s+(?P<ready>\d+/\d+)\s+(?P<status>[A-Za-z][\w:]*)\s+"
-                  r"(?P<restarts>\d+(?: \([^)]*\))?)\s+(?P<age>" + _AGE + r")\b")
+                  r"(?P<restarts>\d+(?: \([^)]*\))?)\s+(?P<age>" + _AGE + r")\b"
+                  # -o wide: the pod's IP and the node it is bound to
+                  r"(?:\s+(?P<ip>[\d.]+|[\da-f:]+|<none>)\s+(?P<node>[a-z0-9][\w.\-]*|<none>)\b)?")
 _EVENT = re.compile(r"^\s*(?:(?P<ns>[a-z0-9][a-z0-9-]*)\s+)?(?P<age>" + _AGE + r"(?: \(x\d+ "
                     r"over \S+\))?)\s+(?P<type>Normal|Warning)\s+(?P<reason>[A-Z]\w+)\s+"
                     r"(?P<object>[\w.\-]+/[\w.\-<> ]+?)\s{2,}(?P<message>\S.*)$")
@@ -51,7 +55,7 @@ class _Rows:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
         self.events: list[Event] = []
-        self.facts: dict[str, list] = {"table_pods": [], "not_ready_nodes": []}
+        self.facts: dict[str, list] = {"table_pods": [], "pods": [], "not_ready_nodes": []}
 
     def add(self, v: Verdict, summary: str, n: int, line: str, node: str | None = None,
             **detail: object) -> None:
@@ -75,11 +79,16 @@ class _Rows:
                          reason=m["reason"], message=m["message"], type=m["type"],
                          object=obj.split("/", 1)[-1], object_kind=_kind(obj), age=m["age"])
         elif m := _POD.match(line):
+            node = m["node"] if m["node"] and m["node"] != "<none>" else None
             self.facts["table_pods"].append({"name": m["name"], "namespace": m["ns"],
-                                       "status": m["status"]})
+                                             "status": m["status"]})
+            if node:  # as `-o json` pods are: the job's pods and the nodes they are bound to
+                ip = m["ip"] if m["ip"] and m["ip"] != "<none>" else None
+                self.facts["pods"].append({"name": m["name"], "namespace": m["ns"],
+                                           "node": node, "phase": m["status"], "pod_ip": ip})
             if v := _POD_STATUS.get(m["status"]):
                 self.add(v, f"pod {m['name']} {m['status']} (restarts {m['restarts']})", n,
-                         line, pod=m["name"], namespace=m["ns"], reason=m["status"],
+                         line, node=node, pod=m["name"], namespace=m["ns"], reason=m["status"],
                          restarts=m["restarts"])
         elif (m := _NODE.match(line)) and m["status"].startswith("NotReady"):
             self.facts["not_ready_nodes"].append(m["name"])

@@ -22,7 +22,8 @@ TOP = 70.0
 ROW_STEP = 16.0
 MARK = 9.0
 MAX_ROWS = 256
-ROLE_COLOURS = {"primary": "#d62728", "symptom": "#f58518", "context": "#9e9e9e"}
+ROLE_COLOURS = {"primary": "#d62728", "secondary": "#8c6bb1", "symptom": "#f58518",
+                "context": "#9e9e9e"}
 FIRST_COLOUR = "#111111"
 
 

@@ -1,5 +1,6 @@
 """The latency question's pictures: the end-to-end percentiles over time with the baseline and
-incident windows shaded and the change point marked, and each phase's percentiles per window
+incident windows shaded and the change point marked, the engine's load on the same clock
+(requests waiting, KV-cache usage), and each phase's percentiles per window
 as bars (one bar pair per phase and quantile: the phases are not parts of a sum)."""
 
 from __future__ import annotations
@@ -26,7 +27,30 @@ def _clock(t: float) -> str:
 
 def draw_latency_over_time(lat: LatencyResult, out: Path) -> Path | None:
     """p50/p90 of end-to-end latency over the searched span; None when there is no series."""
-    series = {k: [(p.t, p.v) for p in pts] for k, pts in lat.timeline.items() if pts}
+    return _over_time(lat, {k: lat.timeline.get(k, []) for k in ("p50", "p90")},
+                      "End-to-end request latency over time",
+                      f"histogram_quantile over the rate window; {lat.source}", "s", 1.0,
+                      "e2e ", out)
+
+
+# the engine's load beside its latency: requests queued, and how full the KV cache is
+LOAD = {"waiting": ("Requests waiting over time", "requests", 1.0, "#f58518"),
+        "kv_usage": ("KV-cache usage over time", "%", 100.0, "#54a24b")}
+
+
+def draw_load_over_time(lat: LatencyResult, out: Path, key: str) -> Path | None:
+    title, unit, scale, colour = LOAD[key]
+    return _over_time(lat, {key: lat.timeline.get(key, [])}, title,
+                      f"{lat.metrics.get(key) or key}; {lat.source}", unit, scale, "", out,
+                      {key: colour})
+
+
+def _over_time(lat: LatencyResult, points: dict[str, list], title: str, subtitle: str,
+               unit: str, scale: float, prefix: str, out: Path,
+               colours: dict[str, str] = SERIES_COLOURS) -> Path | None:
+    """Series over the searched span with the two windows shaded and the change marked; the
+    value axis has room above the highest point (a line at the top edge reads as cut)."""
+    series = {k: [(p.t, p.v * scale) for p in pts] for k, pts in points.items() if pts}
     if not series:
         return None
     t0 = min(t for pts in series.values() for t, _ in pts)
@@ -35,7 +59,7 @@ def draw_latency_over_time(lat: LatencyResult, out: Path) -> Path | None:
         for w in (lat.windows.baseline, lat.windows.incident):
             t0, t1 = min(t0, w.start.timestamp()), max(t1, w.end.timestamp())
     minutes = Scale(0.0, max((t1 - t0) / 60, 1e-9), LEFT, WIDTH - RIGHT)
-    top = max(v for pts in series.values() for _, v in pts)
+    top = max(v for pts in series.values() for _, v in pts) * 1.08
     yticks = nice_ticks(0.0, top or 1.0, 5)
     ymax = max(yticks[-1], top) if yticks else (top or 1.0)
     y0, y1 = TOP + PLOT_H, TOP  # the value axis runs upwards
@@ -44,9 +68,8 @@ def draw_latency_over_time(lat: LatencyResult, out: Path) -> Path | None:
         return y0 - v / ymax * (y0 - y1)
 
     svg = Svg(WIDTH, TOP + PLOT_H + 70)
-    svg.text(10, 20, "End-to-end request latency over time", size=13, bold=True)
-    svg.text(10, 36, f"histogram_quantile over the rate window; {lat.source}", size=11,
-             limit=120)
+    svg.text(10, 20, title, size=13, bold=True)
+    svg.text(10, 36, subtitle, size=11, limit=120)
     if lat.windows is not None:
         for label, w in (("baseline", lat.windows.baseline), ("incident", lat.windows.incident)):
             a, b = minutes((w.start.timestamp() - t0) / 60), minutes((w.end.timestamp() - t0) / 60)
@@ -58,18 +81,18 @@ def draw_latency_over_time(lat: LatencyResult, out: Path) -> Path | None:
     step = yticks[1] - yticks[0] if len(yticks) > 1 else 0.0
     for v in yticks:
         svg.line(LEFT - 4, y(v), WIDTH - RIGHT, y(v), stroke="#e4e4e4", width=0.5)
-        svg.text(LEFT - 6, y(v) + 3, f"{tick_label(v, step)} s", size=10, anchor="end")
+        svg.text(LEFT - 6, y(v) + 3, f"{tick_label(v, step)} {unit}", size=10, anchor="end")
     for key, pts in sorted(series.items()):
-        with svg.group(f"e2e {key}"):
+        with svg.group(f"{prefix}{key}"):
             svg.polyline([(minutes((t - t0) / 60), y(v)) for t, v in pts],
-                         SERIES_COLOURS.get(key, "#444"), title=f"e2e {key}")
+                         colours.get(key, "#444"), title=f"{prefix}{key}")
     if lat.windows is not None and lat.windows.change_at is not None:
         x = minutes((lat.windows.change_at.timestamp() - t0) / 60)
         with svg.group("change point"):
             svg.line(x, y1 - 4, x, y0, stroke="#222", width=1.2, dash="4 3")
             svg.text(x + 3, y1 - 6, f"change {lat.windows.change_at:%H:%M:%S} UTC", size=10)
     axis(svg, minutes, y0, f"minutes since {_clock(t0)} UTC", 8)
-    legend(svg, LEFT, y0 + 40, [(f"e2e {k}", SERIES_COLOURS.get(k, "#444"))
+    legend(svg, LEFT, y0 + 40, [(f"{prefix}{k}", colours.get(k, "#444"))
                                 for k in sorted(series)], WIDTH - LEFT - RIGHT)
     return svg.write(out)
 
@@ -120,5 +143,7 @@ def draw_latency_pictures(lat: dict | LatencyResult, out: Path) -> list[Path]:
     """Both pictures into the folder `out`; the files written."""
     result = lat if isinstance(lat, LatencyResult) else LatencyResult.model_validate(lat)
     written = [draw_latency_over_time(result, out / "latency-over-time.svg"),
+               draw_load_over_time(result, out / "waiting-over-time.svg", "waiting"),
+               draw_load_over_time(result, out / "kv-cache-over-time.svg", "kv_usage"),
                draw_phase_bars(result, out / "latency-phases.svg")]
     return [p for p in written if p is not None]

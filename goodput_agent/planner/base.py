@@ -58,6 +58,7 @@ class Conclusion(BaseModel):
     advice: list[Advice] = Field(default_factory=list)  # for a person: no tool, no approval
     unknowns: list[str] = Field(default_factory=list)
     timeline: list[TimelineEntry] = Field(default_factory=list)
+    timeline_left_out: int = 0
     clock: ClockNote | None = None
     breakdown: Breakdown | None = None
     latency: dict[str, Any] | None = None

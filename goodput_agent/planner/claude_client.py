@@ -93,6 +93,32 @@ class ContextExceeded(ModelCallFailed):
     """The request was longer than the model's context window (a 400 that says so)."""
 
 
+class ModelUnreachable(ModelCallFailed):
+    """The server could not be reached, or kept failing, through every retry."""
+
+
+def network_reason(exc: BaseException) -> str:
+    """The innermost cause of a network error in a few words ("connection refused", "timed
+    out", "name or service not known"), never a traceback."""
+    inner: BaseException | None = exc
+    while inner is not None:
+        if isinstance(inner, OSError) and inner.strerror:
+            return inner.strerror.lower()
+        if isinstance(inner, (TimeoutError, *TIMEOUTS)):
+            return "timed out"
+        inner = inner.__cause__ or inner.__context__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:120]
+
+
+def unreachable(what: str, url: str, exc: BaseException) -> ModelUnreachable:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return ModelUnreachable(f"{what} at {url} kept failing: HTTP {status} "
+                                f"({type(exc).__name__})")
+    return ModelUnreachable(f"cannot reach {what} at {url}: {network_reason(exc)}")
+
+
 class RetryingClient:
     """One retry policy for every model backend: which errors are retried is the backend's
     `retryable`; the backoff, `retry-after`, logging and the deadline are shared."""
@@ -153,6 +179,25 @@ class MessagesClient(RetryingClient):
         `deadline` (time.monotonic()) bounds every attempt and the sleeps between them."""
         request = {"model": self.settings.model,
                    "max_tokens": self.settings.max_tokens_per_turn, **request}
+        try:
+            return self._create(request, on_text, deadline)
+        except (anthropic.APIConnectionError, *TIMEOUTS) as exc:  # after every retry
+            raise unreachable("the Claude API", self.url, exc) from exc
+        except anthropic.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise ModelCallFailed(f"the Claude API at {self.url} refused the API key "
+                                      f"(HTTP {exc.status_code}; check ANTHROPIC_API_KEY)"
+                                      ) from exc
+            if retryable(exc):
+                raise unreachable("the Claude API", self.url, exc) from exc
+            raise
+
+    @property
+    def url(self) -> str:
+        return str(self.sdk.base_url).rstrip("/")
+
+    def _create(self, request: dict[str, Any], on_text: Callable[[str], None] | None,
+                deadline: float | None) -> Turn:
         for attempt in self._retrying(deadline):
             with attempt:
                 timeout, by_deadline = self._timeout(deadline)

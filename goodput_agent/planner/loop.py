@@ -138,7 +138,8 @@ def record_conclusion(ledger: Ledger, inv_id: str, history: list[StepResult], c:
         alternatives=c.alternatives, retry=c.retry, actions=actions + (extra_actions or []),
         advice=c.advice,
         unread=sorted(unread), unread_reasons=unread, unknowns=c.unknowns,
-        timeline=c.timeline, clock=c.clock, breakdown=c.breakdown, latency=c.latency)
+        timeline=c.timeline, timeline_left_out=c.timeline_left_out, clock=c.clock,
+        breakdown=c.breakdown, latency=c.latency)
     # one redaction step over everything the report carries (summaries, timeline, args)
     report = Report.model_validate(redact_data(report.model_dump(by_alias=True)))
     return store_report(ledger, report, pictures)
@@ -155,6 +156,7 @@ def store_report(ledger: Ledger, report: Report, pictures: PictureHook | None) -
             report.unknowns.append(f"pictures not drawn: {type(exc).__name__}: {exc}"[:300])
     exit_code = 3 if report.root_cause.category == "unknown" else 0
     assert report.investigation_id is not None
+    report.planner = report.planner or ledger.planner_of(report.investigation_id)
     ledger.record_conclusion(report.investigation_id, report.root_cause.category,
                              report.root_cause.confidence, exit_code, report.to_json())
     return report

@@ -137,7 +137,9 @@ def investigate(settings: ClaudeSettings, ctx: ToolContext, ledger: Ledger, *, q
     if kind == "failure" and ctx.bundle is not None:
         report, stats.outcome = failure_report(agent, run.finish, run.why_unknown, question,
                                                unread(), pictures)
-        if notify is not None and stats.outcome.startswith("stands"):
+        if notify is not None and run.failure is not None:  # the server, in one line
+            notify(run.why_unknown or str(run.failure))
+        elif notify is not None and stats.outcome.startswith("stands"):
             notify(f"{stats.outcome}{_mistakes(stats)}")
     elif run.failure is not None:
         raise run.failure

@@ -24,6 +24,34 @@ def scheduler_kind(inv: Inventory | None) -> str | None:
             else "kubernetes" if formats & KUBERNETES_FORMATS else None)
 
 
+def _name_pods_nodes(events: list[Event], facts: SchedulerFacts) -> None:
+    """An event about a pod (a Kubernetes Event on it, its status row) names no node when the
+    file that reports it does not say where the pod ran; another file does (the pods, with
+    the node each is bound to): the event is then that node's."""
+    bound = {p.name: p.node for p in facts.pods if p.name and p.node}
+    if not bound:
+        return
+    for e in events:
+        if e.node is None:
+            pod = e.detail.get("object") if e.detail.get("object_kind") == "Pod" \
+                else e.detail.get("pod")
+            pod = pod if isinstance(pod, str) and pod in bound else _pod_of_file(
+                e.locator.path, bound)
+            if pod is not None:
+                e.node = bound[pod]
+
+
+def _pod_of_file(path: str, pods: Mapping[str, str]) -> str | None:
+    """The pod whose log a file is, by its name as `kubectl logs POD [--previous] > POD.log`
+    writes it (logs/POD.log, POD-previous.log, POD.txt)."""
+    name = path.rsplit("/", 1)[-1]
+    for suffix in (".gz", ".log", ".txt", ".out"):
+        name = name.removesuffix(suffix)
+    for tail in ("-previous", ".previous", "_previous"):
+        name = name.removesuffix(tail)
+    return name if name in pods else None
+
+
 def observations(outputs: Mapping[str, object]) -> tuple[Observations, SchedulerFacts]:
     """`outputs`: tool name → output (bundle_inventory's Inventory, the evidence tools'
     EventsOutput, log_activity's files)."""
@@ -55,6 +83,7 @@ def observations(outputs: Mapping[str, object]) -> tuple[Observations, Scheduler
     obs.host_aliases = facts.host_aliases(set(obs.job_nodes) if obs.scheduler_kind == "slurm"
                                           else set())
     obs.job_pods = {p.name for p in facts.pods if p.name}
+    _name_pods_nodes(obs.events, facts)
     obs.latest_run_start = facts.latest_run_start(obs.job_id)
     if obs.job_id is None:
         obs.job_id = facts.first_job_id()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from goodput_agent.analysis.failure import Alternative as FoundAlternative
 from goodput_agent.analysis.failure import FailureVerdict, diagnose
+from goodput_agent.analysis.failure_notes import on_culprit_chain
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.observations import Observations
 from goodput_agent.analysis.remedy import Remedy, remedy
 from goodput_agent.analysis.slowdown_model import SlowdownVerdict
 from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import Event
+from goodput_agent.events import Event, Role
 from goodput_agent.parsing.registry import (
     JOB_LOG_FORMATS,
     METRICS_FORMATS,
@@ -29,7 +30,7 @@ from goodput_agent.planner.proposals import JobRefs, settle
 from goodput_agent.planner.script_edits import with_script_edits
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.planner.workload_edits import latency_fixes
-from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
+from goodput_agent.report import SECONDARY, Alternative, ClockNote, Retry, TimelineEntry
 from goodput_agent.tools.profiler_traces import TracesOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
@@ -77,10 +78,24 @@ class OfflinePlanner:
         return failure_conclusion(v, obs, errors, inv, JobRefs.of(facts))
 
 
-def _timeline(events: list[Event]) -> list[TimelineEntry]:
+def _timeline(v: FailureVerdict) -> list[TimelineEntry]:
+    """The verdict's timeline; "primary" only on the culprit's chain, any other event that
+    could start a failure is "secondary" (another node's fault, a pre-existing one, the job's
+    end)."""
+    def role(e: Event) -> str:
+        if e.role == Role.primary and not on_culprit_chain(e, v):
+            return SECONDARY
+        return e.role.value
+
     return [TimelineEntry(time=e.ts.isoformat() if e.ts else None, node=e.node, rank=e.rank,
-                          kind=e.kind.value, role=e.role.value, summary=e.summary,
-                          locator=str(e.locator)) for e in events]
+                          kind=e.kind.value, role=role(e), summary=e.summary,
+                          locator=str(e.locator)) for e in v.timeline]
+
+
+def not_the_verdict(alternatives: list[Alternative], category: str, node: str | None,
+                    rank: int | None) -> list[Alternative]:
+    """Alternatives, less any that only repeats the verdict (its class at its place)."""
+    return [a for a in alternatives if (a.category, a.node, a.rank) != (category, node, rank)]
 
 
 def _alt(a: FoundAlternative) -> Alternative:
@@ -104,10 +119,12 @@ def failure_conclusion(v: FailureVerdict, obs: Observations, errors: list[str],
                    confidence=a.confidence, status="refuted", node=a.node, rank=a.rank,
                    supporting=a.evidence, contradicting=v.evidence[:1])
         for a in v.alternatives]
-    return Conclusion(kind="failure", claims=claims, alternatives=[_alt(a) for a in v.alternatives],
+    alternatives = not_the_verdict([_alt(a) for a in v.alternatives], v.category, v.node, v.rank)
+    return Conclusion(kind="failure", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
                       advice=advice,
-                      unknowns=v.unknowns + errors, timeline=_timeline(v.timeline),
+                      unknowns=v.unknowns + errors, timeline=_timeline(v),
+                      timeline_left_out=v.timeline_left_out,
                       clock=ClockNote(assumptions=v.clock_notes,
                                       skew_tolerance_s=obs.clock.skew_tolerance_s))
 
@@ -150,8 +167,9 @@ def _verdict_claims(v: SlowdownVerdict | LatencyVerdict, node: str | None = None
     claims = [verdict] + [ClaimDraft(statement=f"{cat}: rejected: {why}", category=cat,
                                      confidence=conf, status="refuted")
                           for cat, conf, why in v.alternatives]
-    alternatives = [Alternative(category=cat, confidence=conf,  # type: ignore[arg-type]
-                                why_not=why) for cat, conf, why in v.alternatives]
+    alternatives = not_the_verdict([
+        Alternative(category=cat, confidence=conf, why_not=why)  # type: ignore[arg-type]
+        for cat, conf, why in v.alternatives], v.category, node, rank)
     return claims, alternatives
 
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from tenacity import wait_exponential_jitter
 
 from goodput_agent.ledger import Ledger
+from goodput_agent.ledger.watch import WatchRun
 from goodput_agent.report import Report
 from goodput_agent.watch.grouping import GroupRule, open_group_for, plan
 from goodput_agent.watch.store import QueuedTrigger, WatchStore
@@ -197,6 +198,19 @@ class Watch:
 
     def run(self, once: bool = False) -> RunSummary:
         """Until stopped; `once`: one poll of each source, then the queue drained (no hold)."""
+        import os
+        import socket
+
+        self.store.queue.record_start(WatchRun(
+            pid=os.getpid(), host=socket.gethostname(), started_at=datetime.now(UTC),
+            interval_s=self.options.interval_s, once=once,
+            sources=[s.name for s in self.sources]))
+        try:
+            return self._run(once)
+        finally:
+            self.store.queue.record_stop()
+
+    def _run(self, once: bool) -> RunSummary:
         recovered = self.store.recover(self.options.max_attempts)
         if recovered:
             log.warning("watch: %d investigations interrupted by the last stop run again",

@@ -13,10 +13,12 @@ from pydantic import BaseModel
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.watch import (
     WatchQueue,
+    WatchRun,
     group_rows,
     has_watch,
     health_rows,
     trigger_rows,
+    watch_run,
 )
 
 
@@ -36,6 +38,9 @@ class WatchStatus(BaseModel):
     queue: dict[str, int]
     groups: list[dict[str, Any]]
     incidents: list[dict[str, Any]]
+    watch: WatchRun | None = None  # the latest watch process (None: a ledger from before)
+    running: bool | None = None  # None: cannot tell (no record)
+    state: str = "unknown"  # in words: running, stopped at ..., killed ...
 
     @property
     def healthy(self) -> bool:
@@ -45,10 +50,41 @@ class WatchStatus(BaseModel):
 def status_from(ledger: Ledger, limit: int = 50) -> WatchStatus | None:
     if not has_watch(ledger):
         return None
-    health = health_rows(ledger)
+    health = [SourceHealth(**h) for h in health_rows(ledger)]
     counts = WatchQueue(ledger).counts()
-    return WatchStatus(sources=[SourceHealth(**h) for h in health], queue=counts,
-                       groups=group_rows(ledger), incidents=trigger_rows(ledger, limit))
+    run = watch_run(ledger)
+    running, state = liveness(run, health)
+    return WatchStatus(sources=health, queue=counts, groups=group_rows(ledger),
+                       incidents=trigger_rows(ledger, limit), watch=run, running=running,
+                       state=state)
+
+
+def liveness(run: WatchRun | None, health: list[SourceHealth],
+             now: datetime | None = None) -> tuple[bool | None, str]:
+    """Whether the watch runs, and how that is known: it said it stopped; its process on this
+    host is gone (killed: it could not say); on another host, it polled lately."""
+    import os
+    import socket
+
+    if run is None:
+        return None, "unknown (no watch process recorded: a watch from before this version)"
+    if run.stopped_at is not None:
+        how = "ran once, finished" if run.once else "stopped"
+        return False, f"{how} at {when(run.stopped_at)}"
+    if run.host == socket.gethostname():
+        try:
+            os.kill(run.pid, 0)
+        except ProcessLookupError:
+            return False, (f"not running: process {run.pid} is gone without saying it stopped "
+                           f"(killed?), started {when(run.started_at)}")
+        except PermissionError:
+            pass
+        return True, f"running (process {run.pid}, since {when(run.started_at)})"
+    last = max((h.last_poll_at for h in health if h.last_poll_at), default=run.started_at)
+    quiet = ((now or datetime.now(UTC)) - last).total_seconds()
+    if quiet > 3 * run.interval_s + 60:
+        return False, f"not heard from on {run.host} since {when(last)}"
+    return True, f"running on {run.host} (process {run.pid}), last poll {age(quiet)} ago"
 
 
 def read_status(path: Path) -> WatchStatus | None:

@@ -32,6 +32,12 @@ def _when(v: object) -> str:
     return "—" if v is None else str(v)
 
 
+def _json(v: Any) -> str:  # noqa: ANN401 - whatever a template prints
+    import json
+
+    return json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+
+
 class Site:
     """The state the pages share; one per app."""
 
@@ -39,6 +45,9 @@ class Site:
         self.config = config
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["when"] = _when
+        # arguments as a person writes JSON (a quote is a quote, not \u0027 as tojson writes
+        # it for scripts); autoescape makes it safe in the page
+        self.templates.env.filters["json"] = _json
         # every printed value: control characters from bundles shown (autoescape escapes HTML)
         self.templates.env.finalize = untrusted.html
         self.templates.env.globals["version"] = __version__

@@ -151,7 +151,8 @@ def test_numbers_and_notes_of_a_window() -> None:
     assert r.ratios["prompt_tokens_mean"] > 2.5 and r.ratios["ttft_p90"] > 2
     assert b.request_rate == pytest.approx(3.0, rel=0.15) and b.success_rate == 1.0
     assert 0 < b.kv_usage_mean < b.kv_usage_max < 1
-    assert set(r.timeline) == {"p50", "p90"} and len(r.timeline["p90"]) > 40
+    assert set(r.timeline) == {"p50", "p90", "waiting", "kv_usage"}
+    assert len(r.timeline["p90"]) > 40 and len(r.timeline["kv_usage"]) > 40
     json.dumps(r.report_object())  # the report's latency object is plain JSON
 
 

@@ -28,3 +28,23 @@ def test_untrusted_text_is_escaped() -> None:
     assert "\\x1b[2J" in text and "\\u202e" in text
     assert "[bold red]not markup[/]" in text
     assert "8.00 GPU-h held" in text
+
+
+def test_a_job_without_a_gpu_count_counts_its_ranks(tmp_path) -> None:  # noqa: ANN001
+    """The demo's sacct record names 4 nodes and no GPUs; its logs state the 32-rank world
+    (NCCL's communicator): 32 GPUs, said in a note, not 1."""
+    import json
+
+    from click.testing import CliRunner
+
+    from goodput_agent.cli import cli
+    from goodput_agent.demo import demo_bundle_path
+
+    r = CliRunner().invoke(cli, ["account", str(demo_bundle_path()), "--json", "--ledger",
+                                 str(tmp_path / "l.duckdb")], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    acct = json.loads(r.stdout)
+    assert [a["gpus"] for a in acct["attempts"]] == [32]
+    assert any("counted as 32 GPUs, the job's world size" in n for n in acct["notes"])
+    held = sum(s["gpu_hours"] for a in acct["attempts"] for s in a["segments"])
+    assert abs(held - 32 * 1447 / 3600) < 0.01

@@ -190,3 +190,31 @@ def test_chat_in_a_terminal_streams_shows_tool_calls_and_resumes(
         term.read_until("I remember 7 messages")
         term.send("/quit")
         assert term.close() == 0
+    # a conversation lists as a chat, not as an investigation that was interrupted
+    listed = CliRunner().invoke(cli, ["ledger", "list", "--json", "--ledger", ledger])
+    assert [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(inv_id, "chat")]
+    shown = CliRunner().invoke(cli, ["ledger", "show", inv_id, "--json", "--ledger", ledger])
+    assert json.loads(shown.stdout)["status"] == "chat"
+
+
+def test_chat_json_for_scripts(claude_env: dict, demo_bundle: Path, tmp_path: Path) -> None:
+    """A question a line on stdin, one JSON line per answer with its tool calls."""
+    def answer(body: dict) -> FixtureReply:
+        return FixtureReply([text(f"Xid 79 came first [E{cite(body, 'Xid')}].")])
+
+    script = [FixtureReply([tool_use("kernel_log_events", {"node": "gpu-node-03"})]), answer,
+              FixtureReply([text("No NIC fault is logged.")])]
+    with scripted_messages_api(script) as api:
+        env = {**os.environ, **claude_env, "ANTHROPIC_API_KEY": FIXTURE_KEY,
+               "ANTHROPIC_BASE_URL": api.url}
+        proc = subprocess.run([sys.executable, "-m", "goodput_agent.cli", "chat",
+                               str(demo_bundle), "--json", "--ledger",
+                               str(tmp_path / "l.duckdb")], input="why?\n\nwhy not the NIC?\n",
+                              env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, second = [json.loads(ln) for ln in proc.stdout.splitlines()]
+    assert re.fullmatch(r"Xid 79 came first \[E\d+\]\.", first["answer"])
+    assert [c["tool"] for c in first["tool_calls"]] == ["kernel_log_events"]
+    assert first["tool_calls"][0]["args"] == {"node": "gpu-node-03"} and not first["stopped"]
+    assert second["answer"] == "No NIC fault is logged." and second["tool_calls"] == []
+    assert first["investigation_id"] == second["investigation_id"]

@@ -46,7 +46,7 @@ def test_ledger_show_holds_claims_evidence_and_tool_calls(tmp_path: Path) -> Non
     rec = json.loads(proc.stdout)
     assert [t["tool"] for t in rec["tool_calls"]][:2] == ["bundle_inventory", "scheduler_state"]
     assert rec["claims"][0]["status"] == "supported"
-    cited = json.loads(rec["claims"][0]["supporting"])
+    cited = rec["claims"][0]["supporting"]  # real JSON: a list, not a list inside a string
     held = {e["id"] for e in rec["evidence"]}
     assert cited and set(cited) <= held
     assert rec["conclusion"]["category"] == "gpu_hardware"

@@ -129,6 +129,8 @@ def test_timeline_draws_the_median_step_or_the_one_asked(tmp_path):
     assert result.exit_code == 0 and len(written) == 2  # the median step, into the folder
     assert all(s in result.stdout for s in ("step ", ".svg"))
     one_line_error(run("timeline", str(trace), "--step", "99"), "rank0.json.gz")
+    doc = json.loads(run("timeline", str(trace), "-o", str(out), "--step", "2", "--json").stdout)
+    assert (doc["svg"], doc["step"]) == (str(out.resolve()), 2) and doc["duration_ms"] > 0
 
 
 @pytest.mark.parametrize("command", ["summary", "timeline"])

@@ -64,6 +64,13 @@ def test_a_tiny_real_run_is_scored_for_calibration(tiny_suite) -> None:
     by_hand = sum((c.confidence - c.category_ok) ** 2 for c in scores.cases) / 4
     assert scores.brier == pytest.approx(by_hand)
     assert sum(b.cases for b in scores.reliability) == 4
+    # a suite of two kinds: each kind's own Brier and table, over its own cases
+    assert set(scores.brier_by_kind) == {"failure", "latency"}
+    for kind, brier in scores.brier_by_kind.items():
+        mine = [c for c in scores.cases if c.kind == kind]
+        assert brier == pytest.approx(sum((c.confidence - c.category_ok) ** 2 for c in mine)
+                                      / len(mine))
+        assert sum(b.cases for b in scores.reliability_by_kind[kind]) == len(mine) == 2
     for b in scores.reliability:
         mine = [c for c in scores.cases if b.low <= c.confidence < b.high or
                 b.high == 1.0 and c.confidence == 1.0]
@@ -74,6 +81,7 @@ def test_eval_prints_and_emits_the_reliability_table(tiny_suite) -> None:
     text = CliRunner().invoke(cli, ["eval", "--cases", str(tiny_suite)])
     assert text.exit_code == 0, text.output
     assert "Reliability" in text.output and "Brier score" in text.output
+    assert "Reliability of the latency verdicts (2 cases)" in text.output
     assert "Confusion" in text.output and "culprit rank accuracy" in text.output  # kept
     out = CliRunner().invoke(cli, ["eval", "--cases", str(tiny_suite), "--json"])
     data = json.loads(out.stdout)["cases"]

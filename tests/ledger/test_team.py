@@ -4,9 +4,7 @@ reject and serve pages on the same ledger; processes are killed (SIGKILL) in the
 write and started again; the ledger holds whole investigations only, each incident once, and
 every person's decision, and says the same as a watch that ran alone.
 
-"In the middle of a write" is made to happen, not caught: the killed process runs the CLI with
-the ledger's row insertion wrapped to stop for good inside its N-th insert (a marker file says
-it is there), then it is killed."""
+"In the middle of a write" is made to happen, not caught (tests/servers/stopped.py)."""
 
 from __future__ import annotations
 
@@ -25,26 +23,10 @@ from goodput_agent.ledger import Ledger
 from tests.approval.conftest import make_investigation, policy_text, valid_args
 from tests.servers.chromium import running_goodput_serve
 from tests.servers.slurm import SlurmCluster, cluster_with_a_time_limit_job
+from tests.servers.stopped import stopped_mid_write
 from tests.watch.test_slurm_watch import wait_accounted
 
 JOBS = 12
-
-# the CLI, with the ledger's bulk insert stopping inside its N-th call (mid-transaction)
-STOPPED_MID_WRITE = """
-import sys, time
-from goodput_agent.ledger import core
-marker, nth = sys.argv[1], int(sys.argv[2])
-real, calls = core.insert_rows, [0]
-def stopped(con, table, rows):
-    real(con, table, rows)
-    calls[0] += bool(rows)
-    if calls[0] == nth and rows:
-        open(marker, "w").close()
-        time.sleep(600)
-core.insert_rows = stopped
-from goodput_agent.cli.main import cli
-cli(sys.argv[3:], prog_name="goodput")
-"""
 
 
 @pytest.fixture(scope="module")
@@ -70,26 +52,6 @@ def goodput(*args: str, env: dict[str, str] | None = None,
     return subprocess.run([sys.executable, "-m", "goodput_agent.cli", *args],
                           capture_output=True, text=True, timeout=timeout,
                           env=env or dict(os.environ))
-
-
-def stopped_mid_write(marker: Path, nth: int, *args: str, env: dict[str, str]) -> None:
-    """Run the CLI until it is inside its nth insert, then kill it there (SIGKILL)."""
-    proc = subprocess.Popen([sys.executable, "-c", STOPPED_MID_WRITE, str(marker), str(nth),
-                             *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        for _ in range(3000):
-            if marker.exists():
-                break
-            try:
-                proc.wait(timeout=0.1)
-                raise AssertionError(f"{args[0]} ended ({proc.returncode}) before its insert")
-            except subprocess.TimeoutExpired:
-                continue
-        assert marker.exists(), f"{args[0]} never reached its insert"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def watch_args(ledger: Path, *more: str) -> list[str]:

@@ -150,8 +150,9 @@ def test_live_investigation_matches_the_bundle_one(tmp_path: Path) -> None:
                                     spec["service"], "--since", f"{w['start']}/{w['end']}",
                                     "--ledger", ledger, "--pictures", str(tmp_path / "pics"))
     assert code_b == code_l == 0, err
-    assert sorted(Path(p).name for p in live["pictures"]) == ["latency-over-time.svg",
-                                                              "latency-phases.svg"]
+    assert sorted(Path(p).name for p in live["pictures"]) == [
+        "kv-cache-over-time.svg", "latency-over-time.svg", "latency-phases.svg",
+        "waiting-over-time.svg"]
     assert all(Path(p).parent == (tmp_path / "pics").resolve() for p in live["pictures"])
     assert live["root_cause"]["category"] == bundle["root_cause"]["category"] == "prompt_length"
     lw, bw = live["latency"]["windows"], bundle["latency"]["windows"]

@@ -83,3 +83,16 @@ def test_the_cli_draws_it_from_the_ledger(tmp_path: Path, demo_bundle: Path) -> 
     res = CliRunner().invoke(cli, ["failure-timeline", "nope", "--ledger",
                                    str(tmp_path / "l.duckdb"), "-o", str(out)])
     assert res.exit_code == 2 and "no investigation nope" in res.output
+
+
+def test_the_cli_says_what_it_drew_as_json(tmp_path: Path, demo_bundle: Path) -> None:
+    import json
+
+    report = _report(tmp_path, demo_bundle)
+    out = tmp_path / "t.svg"
+    res = CliRunner().invoke(cli, ["failure-timeline", "--ledger", str(tmp_path / "l.duckdb"),
+                                   "--output", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["svg"] == str(out.resolve()) and out.is_file()
+    assert [e["locator"] for e in doc["entries"]] == [e.locator for e in report.timeline]

@@ -69,7 +69,7 @@ def test_phase_bars_carry_each_windows_numbers(tmp_path: Path) -> None:
 def test_text_from_the_source_is_escaped(tmp_path: Path) -> None:
     lat = _result('prometheus http://x/"><script>alert(1)</script>')
     written = draw_latency_pictures(lat.model_dump(mode="json"), tmp_path)
-    assert len(written) == 2
+    assert len(written) == 4  # latency, waiting, KV cache over time; the phases
     for path in written:
         text = path.read_text()
         assert "<script>" not in text
@@ -80,3 +80,24 @@ def test_nothing_measured_draws_nothing(tmp_path: Path) -> None:
     lat = _result().model_copy(update={"timeline": {}, "baseline": None, "incident": None})
     assert draw_latency_pictures(lat, tmp_path) == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_highest_point_is_below_the_top_edge_and_the_load_is_drawn(tmp_path: Path) -> None:
+    """The p90 line never runs along the plot's top edge (it read as cut), and the engine's
+    load is drawn on the same clock: requests waiting and KV-cache usage (in %)."""
+    from goodput_agent.pictures.latency_charts import TOP
+
+    lat = _result()
+    out = draw_latency_over_time(lat, tmp_path / "t.svg")
+    assert out is not None
+    ys = [float(p.split(",")[1]) for p in
+          _groups(out)["e2e p90"].find(f"{NS}polyline").get("points").split()]
+    assert min(ys) > TOP + 5
+    pictures = {p.name: p for p in draw_latency_pictures(lat, tmp_path)}
+    assert {"waiting-over-time.svg", "kv-cache-over-time.svg"} <= set(pictures)
+    for name, key in (("waiting-over-time.svg", "waiting"), ("kv-cache-over-time.svg",
+                                                              "kv_usage")):
+        line = _groups(pictures[name])[key].find(f"{NS}polyline")
+        assert line is not None and len(line.get("points").split()) == len(lat.timeline[key])
+    kv = ET.parse(pictures["kv-cache-over-time.svg"]).getroot()
+    assert any((t.text or "").endswith(" %") for t in kv.iter(f"{NS}text"))

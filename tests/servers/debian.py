@@ -64,7 +64,31 @@ def ensure_packages(packages: Sequence[str], binaries: Sequence[str]) -> dict[st
     return {b: Path(shutil.which(b) or b) for b in binaries}
 
 
+# below Linux's ephemeral range (32768-60999): a port chosen here is never also taken by an
+# outgoing connection between the choice and the server's bind; random, so that test runs side
+# by side rarely draw the same one
+_PORTS = (20000, 32767)
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct loopback ports that were free a moment ago (held together while chosen)."""
+    import random
+
+    held: list[socket.socket] = []
+    try:
+        while len(held) < n:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", random.randint(*_PORTS)))
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.debian import PackageUnavailable, ensure_packages, free_port
+from tests.servers.debian import PackageUnavailable, ensure_packages, free_ports
 
 PACKAGES = ("slurm-wlm", "munge", "slurmdbd", "mariadb-server")
 BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "sacct", "scontrol", "squeue", "sinfo",
@@ -120,8 +120,26 @@ class SlurmCluster:
             time.sleep(0.3)
 
     def wait_done(self, job_id: str, timeout: float = 60) -> str:
-        return self.wait_state(job_id, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                               "OUT_OF_MEMORY", "NODE_FAIL", timeout=timeout)
+        """The job's end state, once the accounting database holds its end too: what is
+        collected or watched next reads sacct, which lags the controller by a moment (longer
+        on a loaded machine: a test that read it at once saw a job still running)."""
+        state = self.wait_state(job_id, "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                "OUT_OF_MEMORY", "NODE_FAIL", timeout=timeout)
+        self.wait_accounted([job_id], timeout=timeout)
+        return state
+
+    def wait_accounted(self, jobs: list[str], timeout: float = 60) -> None:
+        """Until slurmdbd holds each job's end (it records it a moment after scontrol shows
+        it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.run("sacct", "-X", "-n", "-P", "--format=JobID,End", "-j", ",".join(jobs))
+            ended = {ln.split("|")[0] for ln in out.splitlines() if ln and "Unknown" not in ln}
+            if set(jobs) <= ended:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"sacct has no end for {sorted(set(jobs) - ended)}")
+            time.sleep(0.3)
 
     def node_state(self, node: str) -> str:
         out = self.run("scontrol", "show", "node", node)
@@ -151,14 +169,13 @@ class SlurmCluster:
             self.resume_all()
 
 
-def _start_mariadb(root: Path, found: dict[str, Path]) -> int:
+def _start_mariadb(root: Path, found: dict[str, Path], port: int) -> None:
     """A MariaDB of its own (datadir, socket, port in the temp dir) with slurmdbd's user."""
     d = root / "db"
     d.mkdir()
     subprocess.run([str(found["mariadb-install-db"]), "--no-defaults", f"--datadir={d}/data",
                     "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"],
                    check=True, capture_output=True, timeout=60)
-    port = free_port()
     log = open(d / "stdout.log", "wb")  # noqa: SIM115 - the daemon keeps it
     subprocess.Popen([str(found["mariadbd"]), "--no-defaults", f"--datadir={d}/data",
                       "--user=root", f"--socket={d}/mysql.sock", f"--port={port}",
@@ -173,7 +190,7 @@ def _start_mariadb(root: Path, found: dict[str, Path]) -> int:
         proc = subprocess.run([str(found["mariadb"]), "--no-defaults", f"--socket={d}/mysql.sock",
                                "-uroot", "-e", sql], capture_output=True, text=True, timeout=10)
         if proc.returncode == 0:
-            return port
+            return
         if time.monotonic() > deadline:
             raise RuntimeError(f"MariaDB did not start: {_log_tail(d / 'error.log')}")
         time.sleep(0.2)
@@ -289,6 +306,66 @@ def _stop_all(pid_files: list[Path], grace_s: float = 10.0) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _slurm_conf_of(pid: int) -> tuple[str | None, bool]:
+    """The SLURM_CONF a process runs under (every daemon, slurmstepd and job process of a test
+    cluster carries its cluster's) and whether it belongs to a job (step daemon or job)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None, False
+    conf = next((e[len(b"SLURM_CONF="):].decode(errors="replace") for e in env
+                 if e.startswith(b"SLURM_CONF=")), None)
+    return conf, comm == "slurmstepd" or any(e.startswith(b"SLURM_JOB_ID=") for e in env)
+
+
+def _all_pids() -> list[int]:
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()]
+
+
+def _processes_of(conf: Path) -> list[int]:
+    """Every process left of the cluster configured by `conf`, but this one."""
+    return [p for p in _all_pids() if p != os.getpid() and _slurm_conf_of(p)[0] == str(conf)]
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _reap_orphans() -> None:
+    """What is left of test clusters whose test run was cut short before its teardown (SIGKILL,
+    a lost terminal): their daemons, step daemons and jobs. A cluster is left alone while the
+    process that started it lives (another test run's, side by side)."""
+    orphans: list[int] = []
+    roots: set[Path] = set()
+    for pid in _all_pids():
+        conf, of_a_job = _slurm_conf_of(pid)
+        if conf is None or "pytest-of-" not in conf:
+            continue
+        root = Path(conf).parent.parent
+        owner = _pid(root / "run" / "owner.pid")
+        if owner is None:  # started before owners were recorded: judged by its controller
+            ctld = _pid(root / "run" / "slurmctld.pid")
+            gone = of_a_job and (ctld is None or not _alive(ctld))
+        else:
+            gone = not _alive(owner)
+        if gone:
+            orphans.append(pid)
+            roots.add(root)
+    for root in roots:  # munged and MariaDB run without SLURM_CONF; named in their pid files
+        for pid in (_pid(root / "munge" / "munged.pid"), _pid(root / "db" / "mariadb.pid")):
+            with suppress(OSError):
+                if pid is not None and str(root).encode() in Path(
+                        f"/proc/{pid}/cmdline").read_bytes():
+                    orphans.append(pid)
+    _kill(orphans)
+
+
 def _log_tail(path: Path) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-8:])
@@ -303,14 +380,19 @@ def running_slurm(workdir: Path) -> Iterator[SlurmCluster]:
         raise SlurmUnavailable("a test Slurm cluster runs its daemons as root (run as root)")
     found = ensure_packages(PACKAGES, BINARIES)
     root = workdir
+    step_socket = root / "spool" / NODES[0] / f"{NODES[0]}_1000000.4294967291"
+    if len(str(step_socket)) > 107:  # a Unix socket's path; jobs would stay PENDING
+        raise ValueError(f"{root}: too long a path for a Slurm cluster's spool (its step "
+                         f"daemons' sockets, {len(str(step_socket))} > 107 characters)")
     for sub in ("etc", "state", "spool", "run", "log", "jobs", "dev"):
         (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "run" / "owner.pid").write_text(f"{os.getpid()}\n")  # see _reap_orphans
     for i in range(GPUS_PER_NODE):
         (root / "dev" / f"nvidia{i}").symlink_to("/dev/null")
-    node_ports = {n: free_port() for n in NODES}
-    ctld_port = free_port()
+    _reap_orphans()
+    *ports, ctld_port, dbd_port, db_port = free_ports(len(NODES) + 3)
+    node_ports = dict(zip(NODES, ports, strict=True))
     conf = root / "etc" / "slurm.conf"
-    dbd_port = free_port()
     conf.write_text(_config(root, ctld_port, node_ports, dbd_port))
     (root / "etc" / "gres.conf").write_text(
         f"Name=gpu File={root}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n")
@@ -321,7 +403,7 @@ def running_slurm(workdir: Path) -> Iterator[SlurmCluster]:
     started: list[Path] = [root / "munge" / "munged.pid"]
     try:
         started.append(root / "db" / "mariadb.pid")
-        db_port = _start_mariadb(root, found)
+        _start_mariadb(root, found, db_port)
         dbd_conf = root / "etc" / "slurmdbd.conf"
         dbd_conf.write_text(_dbd_config(root, dbd_port, db_port))
         dbd_conf.chmod(0o600)
@@ -340,6 +422,7 @@ def running_slurm(workdir: Path) -> Iterator[SlurmCluster]:
         yield cluster
     finally:
         _stop_all(started)
+        _kill(_processes_of(conf))  # slurmstepd and the jobs' own processes (sleep ...)
 
 
 def _wait_dbd(cluster: SlurmCluster, sacctmgr: Path) -> None:

@@ -6,6 +6,7 @@ personal tokens for the people the tests sign in as."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -78,3 +79,15 @@ def token_for(r: Reviewed, person: str, ttl: timedelta = timedelta(hours=1)) -> 
 @pytest.fixture
 def reviewed(tmp_path: Path, demo_bundle: Path) -> Reviewed:
     return make_reviewed(tmp_path, demo_bundle)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """A headless chromium for a module's tests; skipped where none can be installed."""
+    from tests.servers.chromium import ChromiumUnavailable, launched_browser
+
+    try:
+        with launched_browser() as b:
+            yield b
+    except ChromiumUnavailable as exc:
+        pytest.skip(str(exc))

@@ -299,23 +299,23 @@ def test_metric_evidence_shows_the_stored_query_and_the_charts(tmp_path: Path) -
     ledger = tmp_path / "l.duckdb"
     with Ledger(ledger) as led:
         report = investigate_bundle(case, led)
-    assert len(report.pictures) == 2
+    assert len(report.pictures) == 4  # latency, waiting, KV cache over time; phases
     client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=ledger)))
     page = client.get(f"/inv/{report.investigation_id}").text
-    assert page.count('class="picture"') == 2 and 'id="failure-timeline"' not in page
+    assert page.count('class="picture"') == 4 and 'id="failure-timeline"' not in page
     svg = client.get(f"/inv/{report.investigation_id}/pictures/0")
     assert svg.status_code == 200 and svg.content == Path(report.pictures[0]).read_bytes()
-    assert client.get(f"/inv/{report.investigation_id}/pictures/2").status_code == 404
+    assert client.get(f"/inv/{report.investigation_id}/pictures/4").status_code == 404
     ev_id = re.findall(rf'/inv/{report.investigation_id}/evidence/(\d+)', page)[0]
     ev = client.get(f"/inv/{report.investigation_id}/evidence/{ev_id}").text
     assert "origin-ledger" in ev and "histogram_quantile" in ev
-    assert ev.count('class="picture"') == 2  # the charts stand in for file lines
+    assert ev.count('class="picture"') == 4  # the charts stand in for file lines
     # the picture files gone: the latency charts are drawn again from the stored numbers
     import shutil
 
     shutil.rmtree(tmp_path / "reports")
     page = client.get(f"/inv/{report.investigation_id}").text
-    assert page.count('class="picture"') == 2
+    assert page.count('class="picture"') == 4
     again = client.get(f"/inv/{report.investigation_id}/pictures/0")
     assert again.status_code == 200 and b"End-to-end request latency" in again.content
 

@@ -14,17 +14,8 @@ import pytest
 from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.redact import redact
-from tests.servers.chromium import ChromiumUnavailable, launched_browser, running_goodput_serve
+from tests.servers.chromium import running_goodput_serve
 from tests.web.conftest import Reviewed, make_reviewed, token_for
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    try:
-        with launched_browser() as b:
-            yield b
-    except ChromiumUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture

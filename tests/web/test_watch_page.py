@@ -52,3 +52,12 @@ def test_no_watch_yet(tmp_path: Path) -> None:
     Ledger(path).close()
     client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=path)))
     assert "No watch has run on this ledger" in client.get("/watch").text
+
+
+def test_every_page_links_the_watch(tmp_path: Path) -> None:
+    path = _ledger(tmp_path)
+    client = TestClient(base_url=BASE, app=create_app(ServeConfig(ledger=path)))
+    for page in ("/", "/fleet", "/watch"):
+        html = client.get(page).text
+        assert 'href="/watch"' in html and 'href="/fleet"' in html, page
+    assert "watch: ran once, finished at" in client.get("/watch").text

@@ -1,0 +1,48 @@
+"""What the pages print as text: picture captions name the picture, not the server's path;
+a trace's step is drawn once on its evidence page (not again among the pictures); arguments
+read as JSON a person writes (a quote is a quote, not \\u0027)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from goodput_agent.investigate import investigate_bundle
+from goodput_agent.ledger import Ledger
+from goodput_agent.web.app import ServeConfig, create_app
+from tests.conftest import REPO
+from tests.web.conftest import BASE
+
+
+def test_a_straggler_step_is_drawn_once_and_captions_name_pictures(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(REPO / "evals" / "slowdown_cases" / "s03-straggler", case)
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as led:
+        report = investigate_bundle(case, led)
+    inv = report.investigation_id
+    step_pictures = [Path(p).name for p in report.pictures if Path(p).name.startswith("step-")]
+    assert step_pictures  # the culprit's step, drawn with the report
+    client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url=BASE)
+    page = client.get(f"/inv/{inv}").text
+    captions = re.findall(r'<figcaption class="muted">([^<]*)</figcaption>', page)
+    assert captions and all("/" not in c for c in captions), captions
+    drawn_twice = 0
+    for ev_id in dict.fromkeys(re.findall(rf"/inv/{inv}/evidence/(\d+)", page)):
+        ev = client.get(f"/inv/{inv}/evidence/{ev_id}").text
+        step = re.search(r"<h2>Step (\d+) of", ev)
+        if step is None:
+            continue
+        shown = re.findall(r'class="picture"[^>]*alt="([^"]+)"', ev)
+        drawn_twice += any(n.startswith(f"step-{step.group(1)}-") for n in shown)
+    assert drawn_twice == 0
+
+
+def test_arguments_read_as_json(tmp_path: Path) -> None:
+    from goodput_agent.web.site import _json
+
+    assert _json({"reason": "goodput: node's GPU <lost>"}) == \
+        '{"reason": "goodput: node\'s GPU <lost>"}'
