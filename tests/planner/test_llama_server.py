@@ -138,7 +138,7 @@ def test_the_server_dying_during_the_run_is_one_line_a_row_and_the_analysis_repo
                                  describe=lambda exc: why_failed(settings, exc))
             stops = lg.rows("SELECT stop_reason FROM llm_calls WHERE investigation_id = ? "
                             "ORDER BY seq", [report.investigation_id])
-    assert len(said) == 1 and "could not be reached" in said[0]
+    assert len(said) == 1 and said[0].startswith(f"cannot reach the server at {server.url}")
     assert report.root_cause.category == "gpu_hardware"
     assert report.unknowns[0].startswith("model planner: stands: the model gave no verdict")
     assert len(stops) == 1 and stops[0]["stop_reason"].startswith("failed: ModelCallFailed")

@@ -69,8 +69,12 @@ def test_a_lost_node_that_held_the_jobs_pod_is_located(tmp_path: Path, wide: boo
         assert report.root_cause.node is None
         return
     assert report.root_cause.node == "gpu-a-07"
-    avoid = [a.args for a in report.actions if a.tool == "k8s_restart_job_pods"]
+    # the restart avoids the lost node, whether proposed or advice (no job named in the bundle)
+    avoid = [a.args for a in report.actions if a.tool == "k8s_restart_job_pods"] + [
+        a.details for a in report.advice if a.topic == "k8s_restart_job_pods"]
     assert avoid and all("gpu-a-07" in a.get("avoid_nodes", []) for a in avoid)
+    assert any(a.tool == "k8s_cordon_node" and a.args == {"node": "gpu-a-07"}
+               for a in report.actions)
 
 
 @pytest.mark.parametrize("wide", [True, False])
