@@ -108,14 +108,16 @@ class LedgerFile:
     # --- sessions -----------------------------------------------------------------------
 
     @contextmanager
-    def session(self, write: bool, wait_s: float = WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+    def session(self, write: bool,
+                wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`wait_s`: how long to wait for the turn (WAIT_S, read when called)."""
         outer = getattr(self.local, "cursor", None)
         if outer is not None:  # nested: the thread's open session (a write needs a write one)
             if write and not self.local.write:
                 raise RuntimeError("a write session inside a read session of the same thread")
             yield outer
             return
-        cur = self._enter(write, time.monotonic() + wait_s)
+        cur = self._enter(write, time.monotonic() + (WAIT_S if wait_s is None else wait_s))
         self.local.cursor, self.local.write = cur, write
         ok = False
         try:
