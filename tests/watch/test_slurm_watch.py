@@ -184,7 +184,8 @@ def test_kill_9_mid_queue_then_restart(slurm_cluster: SlurmCluster, tmp_path: Pa
     assert after.returncode == 0, after.stderr
     rows = _runs(ledger)
     mine = [r for r in rows if r["subject"] in jobs]
-    assert {r["subject"] for r in mine if r["status"] == "done"} == set(jobs)
+    assert {r["subject"] for r in mine if r["status"] == "done"} == set(jobs), (
+        rows, after.stderr[-3000:])
     concluded = [r["key"] for r in mine if r["concluded"]]
     assert sorted(concluded) == sorted(set(concluded)) and len(concluded) == len(jobs)
     for key, inv in before.items():  # what was done before the kill was not run again
