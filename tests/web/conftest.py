@@ -12,12 +12,29 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.tokens import create_token
+from goodput_agent.report import Report
 
 BASE = "http://127.0.0.1"  # the test client's Host: loopback, as the server only answers those
+
+
+def served_slowdown_case(tmp_path: Path, name: str) -> tuple[Path, Report, TestClient]:
+    """A copy of a shipped slowdown case, investigated into a fresh ledger, and a client of the
+    pages on that ledger: (the copy, its report, the client)."""
+    from goodput_agent.web.app import ServeConfig, create_app
+    from tests.conftest import REPO
+
+    case = tmp_path / "case"
+    shutil.copytree(REPO / "evals" / "slowdown_cases" / name, case)
+    ledger = tmp_path / "l.duckdb"
+    with Ledger(ledger) as led:
+        report = investigate_bundle(case, led)
+    client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url=BASE)
+    return case, report, client
 
 POLICY = """\
 version: 1

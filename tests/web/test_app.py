@@ -364,17 +364,10 @@ def test_a_rebound_name_gets_nothing_on_loopback(reviewed: Reviewed) -> None:
 def test_trace_evidence_opens_its_own_step_drawn_from_the_bundle(tmp_path: Path) -> None:
     import shutil
 
-    from goodput_agent.investigate import investigate_bundle
-    from goodput_agent.ledger import Ledger
-    from tests.conftest import REPO
+    from tests.web.conftest import served_slowdown_case
 
-    case = tmp_path / "case"
-    shutil.copytree(REPO / "evals" / "slowdown_cases" / "s01-input-stall", case)
-    ledger = tmp_path / "l.duckdb"
-    with Ledger(ledger) as led:
-        report = investigate_bundle(case, led)
+    case, report, client = served_slowdown_case(tmp_path, "s01-input-stall")
     inv = report.investigation_id
-    client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url=BASE)
     page = client.get(f"/inv/{inv}").text
     ev_ids = re.findall(rf'/inv/{inv}/evidence/(\d+)', page)
     ev = client.get(f"/inv/{inv}/evidence/{ev_ids[0]}").text

@@ -5,28 +5,16 @@ read as JSON a person writes (a quote is a quote, not \\u0027)."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
-from starlette.testclient import TestClient
-
-from goodput_agent.investigate import investigate_bundle
-from goodput_agent.ledger import Ledger
-from goodput_agent.web.app import ServeConfig, create_app
-from tests.conftest import REPO
-from tests.web.conftest import BASE
+from tests.web.conftest import served_slowdown_case
 
 
 def test_a_straggler_step_is_drawn_once_and_captions_name_pictures(tmp_path: Path) -> None:
-    case = tmp_path / "case"
-    shutil.copytree(REPO / "evals" / "slowdown_cases" / "s03-straggler", case)
-    ledger = tmp_path / "l.duckdb"
-    with Ledger(ledger) as led:
-        report = investigate_bundle(case, led)
+    _, report, client = served_slowdown_case(tmp_path, "s03-straggler")
     inv = report.investigation_id
     step_pictures = [Path(p).name for p in report.pictures if Path(p).name.startswith("step-")]
     assert step_pictures  # the culprit's step, drawn with the report
-    client = TestClient(create_app(ServeConfig(ledger=ledger)), base_url=BASE)
     page = client.get(f"/inv/{inv}").text
     captions = re.findall(r'<figcaption class="muted">([^<]*)</figcaption>', page)
     assert captions and all("/" not in c for c in captions), captions
