@@ -2,6 +2,7 @@
 agrees with it, every class has a remedy function of its own, and a class added as one row
 (plus its remedy function) reaches the report, the policy, fleet accounting and verify."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,20 @@ def test_a_class_added_in_one_row_flows_everywhere() -> None:
     assert "refused: failure class 'bananas_fault' has no remedy function" in out.stdout
     assert "@remedy_for('bananas_fault')" in out.stdout
     assert out.stdout.rstrip().endswith("flowed")
+
+
+def test_where_a_new_class_goes_names_what_exists() -> None:
+    """ARCHITECTURE.md's recipe for a new class and the table's docstring name the files and
+    the decorator that exist, and the test that checks the recipe is this one."""
+    from goodput_agent.analysis import remedy as remedy_module
+
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    bullet = text[text.index("- **A new failure class**"):]
+    bullet = bullet[:bullet.index("\n- **")]
+    for doc in (bullet, failure_classes.__doc__ or ""):
+        paths = re.findall(r"`?((?:goodput_agent/|tests/|analysis/)[\w/]+\.py)`?", doc)
+        assert paths, doc
+        for p in paths:
+            assert (REPO / p).is_file() or (REPO / "goodput_agent" / p).is_file(), p
+        assert "@remedy_for" in doc and callable(remedy_module.remedy_for)
+    assert "tests/test_failure_classes.py" in bullet
