@@ -122,7 +122,7 @@ def test_where_a_new_class_goes_names_what_exists() -> None:
     bullet = text[text.index("- **A new failure class**"):]
     bullet = bullet[:bullet.index("\n- **")]
     for doc in (bullet, failure_classes.__doc__ or ""):
-        paths = re.findall(r"`?((?:goodput_agent/|tests/|analysis/)[\w/]+\.py)`?", doc)
+        paths = re.findall(r"`?((?:goodput_agent/|tests/|analysis/|evals/)[\w/]+\.py)`?", doc)
         assert paths, doc
         for p in paths:
             assert (REPO / p).is_file() or (REPO / "goodput_agent" / p).is_file(), p
