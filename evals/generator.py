@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from goodput_agent import failure_classes
 from goodput_agent.evals.cluster.context import Ctx, Outcome, Sink
 from goodput_agent.evals.cluster.formats import _iso_z, compress_hostlist, kernel_line
 from goodput_agent.evals.cluster.k8s import write_k8s
@@ -63,7 +64,7 @@ SCENARIOS: dict[str, Callable[[Ctx], Outcome]] = {
 def _expected(ctx: Ctx, oc: Outcome) -> Expected:
     spec = ctx.spec
     node = rank = gpu = gpu_index = None
-    if spec.culprit_node is not None and spec.category not in ("time_limit", "preempted"):
+    if spec.culprit_node is not None and spec.category not in failure_classes.job_level():
         node = spec.node_names[spec.culprit_node]
         if spec.culprit_local is not None:
             rank = ctx.rank_at(spec.culprit_node, spec.culprit_local)
