@@ -113,36 +113,36 @@ def node_failure(v: FailureVerdict, scheduler: str | None, job: str | None) -> R
                       "(resume from the last checkpoint)")
 
 
+def change_first(why: str, text: str, rationale: str, details: dict[str, object]) -> Remedy:
+    """A bare retry fails the same way: the change a person makes first, as advice."""
+    return Remedy(retry_useful=False, why=why, advice=[Advice(
+        topic="config_change", text=text, details=details, rationale=rationale)])
+
+
 @remedy_for("gpu_oom")
 def gpu_oom(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
     d = v.primary.detail if v.primary else {}
-    return Remedy(retry_useful=False, why="the same batch on the same GPU runs out of memory "
-                  "again: change the memory footprint first",
-                  advice=[Advice(topic="config_change", text=(
-                      "reduce per-GPU micro-batch size or enable activation checkpointing; "
-                      "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if "
-                      "reserved-but-unallocated memory is large"),
-                      details={"rank": v.rank, "tried_bytes": d.get("tried_bytes")},
-                      rationale="make the failing allocation fit before retrying")])
+    return change_first(
+        "the same batch on the same GPU runs out of memory again: change the memory footprint "
+        "first", "reduce per-GPU micro-batch size or enable activation checkpointing; set "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if reserved-but-unallocated memory "
+        "is large", "make the failing allocation fit before retrying",
+        {"rank": v.rank, "tried_bytes": d.get("tried_bytes")})
 
 
 @remedy_for("host_oom")
 def host_oom(v: FailureVerdict, scheduler: str | None, job: str | None) -> Remedy:
     if v.primary is not None and v.primary.detail.get("shm"):
-        return Remedy(retry_useful=False, why="the DataLoader workers ran out of shared memory "
-                      "(/dev/shm); the same settings fail again",
-                      advice=[Advice(topic="config_change", text=(
-                          "give the container more /dev/shm (docker --shm-size, or a Kubernetes "
-                          "emptyDir with medium: Memory mounted at /dev/shm) or lower "
-                          "DataLoader num_workers"), details={"node": v.node},
-                          rationale="a worker died of SIGBUS on shared memory")])
-    return Remedy(retry_useful=False, why="host memory use is unchanged on a retry: raise "
-                  "the memory limit or lower host memory use first",
-                  advice=[Advice(topic="config_change", text=(
-                      "raise the job's memory limit (Slurm --mem / Kubernetes "
-                      "resources.limits.memory) or reduce DataLoader num_workers / "
-                      "pinned-memory buffers"), details={"node": v.node},
-                      rationale="killed for host memory (OOM killer, limit, monitor)")])
+        return change_first(
+            "the DataLoader workers ran out of shared memory (/dev/shm); the same settings fail "
+            "again", "give the container more /dev/shm (docker --shm-size, or a Kubernetes "
+            "emptyDir with medium: Memory mounted at /dev/shm) or lower DataLoader num_workers",
+            "a worker died of SIGBUS on shared memory", {"node": v.node})
+    return change_first(
+        "host memory use is unchanged on a retry: raise the memory limit or lower host memory "
+        "use first", "raise the job's memory limit (Slurm --mem / Kubernetes "
+        "resources.limits.memory) or reduce DataLoader num_workers / pinned-memory buffers",
+        "killed for host memory (OOM killer, limit, monitor)", {"node": v.node})
 
 
 @remedy_for("application_error")
