@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from goodput_agent import failure_classes
 from goodput_agent.evals.cluster.context import Ctx, Outcome, Sink
 from goodput_agent.evals.cluster.formats import _iso_z, compress_hostlist, kernel_line
 from goodput_agent.evals.cluster.k8s import write_k8s
@@ -34,16 +35,8 @@ from goodput_agent.evals.cluster.spec import (
     CaseSpec,
     Expected,
 )
-from goodput_agent.evals.failure_cases.application_error import sc_application_error
-from goodput_agent.evals.failure_cases.gpu_hardware import sc_gpu_hardware
-from goodput_agent.evals.failure_cases.gpu_oom import sc_gpu_oom
-from goodput_agent.evals.failure_cases.hang import sc_hang
-from goodput_agent.evals.failure_cases.host_oom import sc_host_oom
-from goodput_agent.evals.failure_cases.network_fault import sc_network_fault
-from goodput_agent.evals.failure_cases.node_failure import sc_node_failure
+from goodput_agent.evals.failure_cases import of_class
 from goodput_agent.evals.failure_cases.plan import RECIPES, demo_spec, plan_suite
-from goodput_agent.evals.failure_cases.preempted import sc_preempted
-from goodput_agent.evals.failure_cases.time_limit import sc_time_limit
 
 __all__ = [
     "CATEGORIES",
@@ -65,22 +58,13 @@ __all__ = [
 ]
 
 SCENARIOS: dict[str, Callable[[Ctx], Outcome]] = {
-    "gpu_hardware": sc_gpu_hardware,
-    "gpu_oom": sc_gpu_oom,
-    "host_oom": sc_host_oom,
-    "application_error": sc_application_error,
-    "network_fault": sc_network_fault,
-    "node_failure": sc_node_failure,
-    "hang": sc_hang,
-    "time_limit": sc_time_limit,
-    "preempted": sc_preempted,
-}
+    c: getattr(of_class(c), f"sc_{c}") for c in CATEGORIES}
 
 
 def _expected(ctx: Ctx, oc: Outcome) -> Expected:
     spec = ctx.spec
     node = rank = gpu = gpu_index = None
-    if spec.culprit_node is not None and spec.category not in ("time_limit", "preempted"):
+    if spec.culprit_node is not None and spec.category not in failure_classes.job_level():
         node = spec.node_names[spec.culprit_node]
         if spec.culprit_local is not None:
             rank = ctx.rank_at(spec.culprit_node, spec.culprit_local)

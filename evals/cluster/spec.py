@@ -9,17 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-CATEGORIES = (
-    "gpu_hardware",
-    "gpu_oom",
-    "host_oom",
-    "application_error",
-    "network_fault",
-    "node_failure",
-    "hang",
-    "time_limit",
-    "preempted",
-)
+from goodput_agent import failure_classes
+
+CATEGORIES = failure_classes.names()  # the suite's classes: every one the product concludes
 
 
 GPU_CATEGORIES = ("gpu_hardware", "gpu_oom")

@@ -20,30 +20,10 @@ from goodput_agent.evals.cluster.spec import (
     LayoutName,
     Platform,
 )
-from goodput_agent.evals.failure_cases import (
-    application_error,
-    gpu_hardware,
-    gpu_oom,
-    hang,
-    host_oom,
-    network_fault,
-    node_failure,
-    preempted,
-    time_limit,
-)
+from goodput_agent.evals.failure_cases import of_class
 from goodput_agent.evals.failure_cases.recipe import _VOLUME, AGENT_LAYOUTS, SRUN_LAYOUTS, Recipe
 
-RECIPES_BY_CLASS: dict[str, tuple[Recipe, ...]] = {
-    "gpu_hardware": gpu_hardware.RECIPES,
-    "gpu_oom": gpu_oom.RECIPES,
-    "host_oom": host_oom.RECIPES,
-    "application_error": application_error.RECIPES,
-    "network_fault": network_fault.RECIPES,
-    "node_failure": node_failure.RECIPES,
-    "hang": hang.RECIPES,
-    "time_limit": time_limit.RECIPES,
-    "preempted": preempted.RECIPES,
-}
+RECIPES_BY_CLASS: dict[str, tuple[Recipe, ...]] = {c: of_class(c).RECIPES for c in CATEGORIES}
 
 
 def _interleaved(by_class: dict[str, tuple[Recipe, ...]]) -> tuple[Recipe, ...]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from goodput_agent.events import Event, EventKind
-from goodput_agent.failure_classes import FAILURE_CLASSES, names_where
+from goodput_agent.failure_classes import FAILURE_CLASSES, job_level, names_where
 
 # the classes that compete as a first failure, their weights (goodput_agent.failure_classes)
 FAILURE_CATEGORIES = tuple(c.name for c in FAILURE_CLASSES if c.strength is not None)
@@ -19,7 +19,7 @@ CONTESTED_CONFIDENCE = 0.45  # the scheduler's state or the cascade's timing spe
 GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
 SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
                    EventKind.time_limit, EventKind.node_fail)
-JOB_LEVEL = ("time_limit", "preempted")
+JOB_LEVEL = job_level()
 SYMPTOM_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
                  EventKind.ib_error)

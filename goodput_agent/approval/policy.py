@@ -18,9 +18,6 @@ from goodput_agent import failure_classes
 from goodput_agent.errors import BadInput
 from goodput_agent.timespec import parse_duration
 
-# the categories a failure investigation can conclude
-RETRY_CATEGORIES = failure_classes.NAMES
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -113,14 +110,15 @@ class RetryRule(_Strict):
     require_change_for: list[str] = Field(
         default_factory=lambda: list(failure_classes.names_where(retry_needs="change")))
     require_exclusion_for: list[str] = Field(
-        default_factory=lambda: list(failure_classes.names_where(retry_needs="exclusion")))
+        default_factory=lambda: list(failure_classes.node_at_fault()))
 
     @field_validator("require_change_for", "require_exclusion_for")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        bad = [c for c in v if c not in RETRY_CATEGORIES]
+        known = failure_classes.names()
+        bad = [c for c in v if c not in known]
         if bad:
-            raise ValueError(f"unknown failure categories {bad}; known: {list(RETRY_CATEGORIES)}")
+            raise ValueError(f"unknown failure categories {bad}; known: {list(known)}")
         return v
 
 

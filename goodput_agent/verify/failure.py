@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from goodput_agent import failure_classes
 from goodput_agent.verify.model import VerifyResult
 
 # "step 2230/57328", "Iteration: 17"; not Slurm's "STEP 48213.0" (job steps)
@@ -15,7 +16,7 @@ STEP = re.compile(rb"\b(?:[Ss]tep|[Ii]ter(?:ation)?)[\s:=#]+(\d{1,9})(?![.\d])")
 PASSED_STATES = {"COMPLETED"}
 RUNNING_STATES = {"RUNNING", "PENDING", "REQUEUED", "CONFIGURING", "COMPLETING"}
 OUT_OF_SERVICE = ("DRAIN", "DOWN", "FAIL", "MAINT")
-NODE_FAULTS = ("gpu_hardware", "network_fault", "node_failure")
+NODE_FAULTS = failure_classes.node_at_fault()  # the verdicts whose node a retry must avoid
 
 
 def scheduler_facts(root: Path) -> tuple[list[dict], dict[str, dict], list[str]]:

@@ -9,19 +9,35 @@ import json
 import tempfile
 from pathlib import Path
 
+from goodput_agent.analysis.advice import Advice
 from goodput_agent.evals.scorer import ANSWER_KEYS, score_suite, suite_dir
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
+from goodput_agent.planner import proposals
+from goodput_agent.planner.base import ProposalDraft
 from goodput_agent.toolkit import MutatingTool, registry
 
 SHIPPED = Path(__file__).parents[2] / "evals"
 
 
-def test_the_independent_suite_proposes_only_what_its_tools_accept() -> None:
+def test_the_independent_suite_proposes_only_what_its_tools_accept(monkeypatch) -> None:  # noqa: ANN001
+    """Each draft an analysis makes, before the check at proposal time could turn it into
+    advice, names a mutating tool Goodput has and says it mutates (issue 28)."""
+    drafts: list[ProposalDraft] = []
+
+    def recorded(p: ProposalDraft, refs: proposals.JobRefs) -> ProposalDraft | Advice:
+        drafts.append(p)
+        return checked(p, refs)
+
+    checked = proposals.checked
+    monkeypatch.setattr(proposals, "checked", recorded)
     scores = score_suite(suite_dir("independent"))
     assert len(scores.cases) >= 100
     assert scores.remedy_problems == 0, [(c.case_id, c.remedy_problems) for c in scores.cases
                                          if c.remedy_problems]
+    mutating = {n for n, t in registry().items() if isinstance(t, MutatingTool)}
+    assert len(drafts) >= 20 and {d.tool for d in drafts} <= mutating, {d.tool for d in drafts}
+    assert all(d.mutating for d in drafts)
 
 
 def test_every_recorded_action_is_a_mutating_tool_and_advice_is_never_one() -> None:
