@@ -18,7 +18,8 @@ within the clock-skew tolerance, the node's kernel log missing while other nodes
 (the place the fault would show first-hand was not read), and the ceilings of
 `failure_notes.thin_evidence` (one second-hand artifact, an ambiguous line nothing
 corroborates, a node state not tied to the job). A verdict the scheduler's end state or the
-cascade's timing contradicts is held at CONTESTED_CONFIDENCE by the caller.
+cascade's timing contradicts is held at CONTESTED_CONFIDENCE by the caller, and so is a hang
+whose job the scheduler says ended for another reason (contest_hang).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from __future__ import annotations
 from goodput_agent.analysis.causal import Cascade, decisive_end_state
 from goodput_agent.analysis.failure_model import (
     BASE_CONFIDENCE,
+    CONTESTED_CONFIDENCE,
     ON_NODE,
     SCHEDULER_KINDS,
     Candidate,
+    FailureVerdict,
     weight,
 )
 from goodput_agent.analysis.failure_notes import AMBIGUOUS_WEIGHT, thin_evidence
@@ -94,3 +97,16 @@ def failure_confidence(best: Candidate, cands: list[Candidate], events: list[Eve
             and best.category in ON_NODE:
         conf -= KERNEL_LOG_UNREAD
     return round(max(FLOOR, min(CEILING, conf)), 2)
+
+
+def contest_hang(v: FailureVerdict, events: list[Event], obs: Observations) -> None:
+    """A hang is inferred from the ranks' waiting; when the scheduler's own reason for ending
+    the job names another class (NODE_FAIL, OUT_OF_MEMORY, PREEMPTED), the two disagree and
+    the verdict is contested. TIMEOUT is no rival: a hung job runs into its time limit."""
+    ended = decisive_end_state(events, obs)
+    if not ended or ended[0] in (v.category, "time_limit"):
+        return
+    v.confidence = min(v.confidence, CONTESTED_CONFIDENCE)
+    state = str(ended[1].detail.get("state", "")).upper()
+    v.unknowns.append(f"the scheduler ended the job as {state} ({ended[0]}), which a hang does "
+                      "not explain: the two disagree, the verdict is contested")

@@ -20,7 +20,7 @@ from goodput_agent.analysis.causal import (
     set_aside_pre_existing,
     stall_starts,
 )
-from goodput_agent.analysis.corroboration import failure_confidence
+from goodput_agent.analysis.corroboration import contest_hang, failure_confidence
 from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
@@ -289,6 +289,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
             verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
     else:
         verdict = hang_or_unknown(events, obs, unknowns, hang, names)
+    if verdict.category == "hang":
+        contest_hang(verdict, events, obs)
     verdict.alternatives += [a for a in pre_existing
                              if (a.category, a.node) != (verdict.category, verdict.node)]
     verdict.clock_notes = notes

@@ -151,11 +151,18 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     node to the job."""
     e = best.event
     if secondhand(e) and not _corroborated(best, cands, obs):
+        confirm = CONFIRMS.get(best.category, 'a second source')
+        if _unambiguous_elsewhere(best, cands):
+            # two tools or processes saw the same fault (lspci and the CUDA runtime, the device
+            # plugin and the rank): the class is corroborated, the first-hand record still not
+            return SECONDHAND_TWICE, [
+                f"the verdict rests on what others recorded ({e.locator}: {e.summary}, and "
+                f"another file agrees); the first-hand record is not in the bundle: {confirm}"]
         # the weakest of such words (a bare SIGKILL, whoever sent it; "No devices were found",
         # which an unloaded driver says too) stay below half
         return (UNCORROBORATED if weight(e) > AMBIGUOUS_WEIGHT else CONTESTED_CONFIDENCE), [
             f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
-            f"confirm it is not in the bundle: {CONFIRMS.get(best.category, 'a second source')}"]
+            f"confirm it is not in the bundle: {confirm}"]
     if e.detail.get("without_traceback"):
         return CONTESTED_CONFIDENCE, [
             f"the verdict rests on one exception line without its traceback ({e.locator}): "
@@ -178,6 +185,7 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
 
 
 UNCORROBORATED = 0.6  # one artifact's word, its confirmation missing from the bundle
+SECONDHAND_TWICE = 0.7  # two independent second-hand records agree; the first-hand one missing
 AMBIGUOUS_WEIGHT = 0.5  # a line whose own parser says several classes print it (weight <= this)
 # what would confirm a verdict that others announced (a shell's Killed, nvidia-smi, a monitor)
 CONFIRMS = {
