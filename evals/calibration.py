@@ -4,6 +4,17 @@ accuracy beside its mean confidence (a reliability table), and the Brier score: 
 
 A case is correct when its category is; a case whose expected answer is `unknown` is correct
 when the verdict is `unknown`, and that verdict's confidence is the confidence in it.
+
+What an `unknown` verdict's confidence means (goodput_agent/analysis/abstention.py): the
+confidence that the bundle supports no class, that a careful reader of every file would not
+name a cause either. It rests on what was read, like any verdict's: 0.8 when a first-hand
+record says there is nothing to explain (the scheduler's COMPLETED 0:0, latency measured flat
+over both windows), 0.6 when the sources that would show each class were read and rule each
+out with a number, 0.3 when nothing was found (silence, a guess), 0.15 when something failed
+and its start was not read, 0.1 when a file went unread; never 0. So an `unknown` is scored
+like any verdict: right at its confidence when the answer key says `unknown` (or, with a
+`max_confidence`, a guess at or below it), wrong at its confidence otherwise. No case is left
+out of the score for being `unknown` either way.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ their time, without a measured latency and without a baseline window.
 
 How it decides (each verdict at most 0.65: latency itself is not measured here):
 - a stuck engine first: requests running while it generates (next to) nothing in most samples
-  is not load, whatever waits: `unknown`, saying so and what would show where it is stuck;
+  is not load, whatever waits: `unknown` at 0.6 (the counters rule the load classes out),
+  saying so and what would show where it is stuck;
 - prefill interference: prompt bursts that cut generation to half or less with nothing waiting
   (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill;
 - kv_cache_pressure: the scheduler preempted requests for lack of KV-cache space (its own
@@ -24,6 +25,7 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
+from goodput_agent.analysis.abstention import READ_NEGATIVE, SILENCE
 from goodput_agent.analysis.advice import Advice, Premise
 from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
 from goodput_agent.events import Event
@@ -209,7 +211,9 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
     stuck = _stuck(stats)
     interference = _prefill_interference(stats)
     if stuck and not n.preemptions:
-        category, conf, summary = "unknown", 0.3, stuck
+        # the engine's own counters, sample after sample, show it stuck: no load class fits,
+        # a read negative (abstention.py), within this module's ceiling
+        category, conf, summary = "unknown", READ_NEGATIVE, stuck
         alternatives.append(("queueing", 0.1, "requests wait, but the engine generates nothing "
                                               "for the ones it runs: load does not explain it"))
     elif interference and not (n.preemptions or kv_holds or queued):
@@ -223,7 +227,8 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
         category = "queueing"
         conf, summary, alternatives = _queueing(n)
     else:
-        category, conf = "unknown", 0.3
+        # queue and cache ruled out, prompt and output lengths not (no baseline): a guess
+        category, conf = "unknown", SILENCE
         summary = (f"The engine is not saturated by its own numbers: waiting in "
                    f"{n.waiting_share:.0%} of {n.samples} samples (max {n.waiting_max}), KV "
                    f"cache at most {_pct(n.kv_max)}, no preemptions: the latency is spent "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN
 from goodput_agent.analysis.attribution import culprit_rank, date_by_exit, locate_link_fault
 from goodput_agent.analysis.causal import (
     Cascade,
@@ -19,6 +20,7 @@ from goodput_agent.analysis.causal import (
     set_aside_pre_existing,
     stall_starts,
 )
+from goodput_agent.analysis.corroboration import contest_hang, failure_confidence
 from goodput_agent.analysis.failure_model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
@@ -39,7 +41,6 @@ from goodput_agent.analysis.failure_notes import (
     clock_notes,
     note_missing_sources,
     set_timeline,
-    thin_evidence,
     where,
 )
 from goodput_agent.analysis.failure_notes import fmt_time as _fmt
@@ -231,31 +232,6 @@ def names_for(obs: Observations) -> NodeNames:
     return NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
 
 
-def _confidence(best: Candidate, cands: list[Candidate], obs: Observations,
-                unknowns: list[str], support: list[Event]) -> float:
-    e = best.event
-    conf = BASE_CONFIDENCE.get(best.category, 0.5) * (0.6 + 0.4 * weight(e))
-    sources = {s.locator.path for s in support}
-    conf += 0.03 * min(3, len(sources) - 1)
-    if e.clock in (Clock.none, Clock.carried) and len({c.category for c in cands}) > 1:
-        conf -= 0.1
-        unknowns.append(f"the first failure ({e.locator}) has no reliable timestamp of its own")
-    rivals = [c for c in cands if c.category != best.category and c.at and best.at
-              and abs((c.at - best.at).total_seconds()) <= obs.clock.skew_tolerance_s]
-    if rivals:
-        conf -= 0.15
-        unknowns.append(f"{rivals[0].category} on {rivals[0].event.node} started within the "
-                        f"{obs.clock.skew_tolerance_s:g} s skew tolerance of the verdict")
-    ceiling, why = thin_evidence(best, cands, obs)
-    if ceiling is not None:
-        conf = min(conf, ceiling)
-        unknowns.extend(why)
-    if e.node and obs.kernel_log_nodes and e.node not in obs.kernel_log_nodes \
-            and best.category in ON_NODE:
-        conf -= 0.08
-    return round(max(0.05, min(0.97, conf)), 2)
-
-
 def _support(primary: Event, events: list[Event], rank: int | None) -> list[Event]:
     """Other events that tell the same story: the culprit rank's own error, the scheduler state."""
     out = [primary]
@@ -284,7 +260,9 @@ def diagnose(obs: Observations) -> FailureVerdict:
         seen = [c.event for c in cands]
         unknowns.append("the scheduler says the job COMPLETED with exit 0:0; errors in its logs "
                         f"({len(seen)} that could start a failure) did not end it")
-        verdict = FailureVerdict(category="unknown", confidence=0.0, evidence=seen[:3],
+        # the scheduler's first-hand end state: nothing failed (abstention.NOTHING_TO_EXPLAIN)
+        verdict = FailureVerdict(category="unknown", confidence=NOTHING_TO_EXPLAIN,
+                                 evidence=seen[:3],
                                  summary="The job completed successfully: there is no failure "
                                          "to explain")
         verdict.clock_notes, verdict.unknowns = notes, unknowns
@@ -311,6 +289,8 @@ def diagnose(obs: Observations) -> FailureVerdict:
             verdict = _from_candidate(best, cands, events, obs, unknowns, names, cascade)
     else:
         verdict = hang_or_unknown(events, obs, unknowns, hang, names)
+    if verdict.category == "hang":
+        contest_hang(verdict, events, obs)
     verdict.alternatives += [a for a in pre_existing
                              if (a.category, a.node) != (verdict.category, verdict.node)]
     verdict.clock_notes = notes
@@ -357,7 +337,7 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
         e = e.model_copy(update={"node": None, "rank": None, "gpu": None})
     rank = culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
-    conf = _confidence(best, cands, obs, unknowns, support)
+    conf = failure_confidence(best, cands, events, obs, cascade, unknowns)
     doubts = causal_doubts(best, events, obs, cascade)
     if doubts:  # a wrong answer said with confidence costs more trust than a hedged one
         conf = min(conf, CONTESTED_CONFIDENCE)

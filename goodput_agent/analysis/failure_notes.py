@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from goodput_agent.analysis.abstention import unknown_confidence
 from goodput_agent.analysis.failure_model import (
     CONTESTED_CONFIDENCE,
     Candidate,
@@ -13,7 +14,12 @@ from goodput_agent.analysis.failure_model import (
     weight,
 )
 from goodput_agent.analysis.observations import BUNDLE_FACTS, Observations, unread_share
-from goodput_agent.analysis.progress_series import HANG_CONFIDENCE, series_note, silent_end
+from goodput_agent.analysis.progress_series import (
+    HANG_CONFIDENCE,
+    series_note,
+    silent_end,
+    stalled_before,
+)
 from goodput_agent.events import Clock, Event, EventKind, Role
 
 
@@ -44,6 +50,14 @@ def after_the_verdict(v: FailureVerdict, events: list[Event],
                       obs: Observations) -> FailureVerdict:
     """What the logs' own rhythm adds when nothing failed: a hang told by a long silent end,
     a slowdown or straggler in the iteration times; then a mostly-unread bundle said first."""
+    stalled = stalled_before(v.primary.ts, obs) \
+        if v.category == "time_limit" and v.primary and v.primary.ts else None
+    if stalled:
+        # the limit ended a job that had stopped making progress long before: it ended a
+        # hang, and whether that hang is the failure to explain is contested
+        v.confidence = min(v.confidence, CONTESTED_CONFIDENCE)
+        v.unknowns.append(f"the time limit ended a job that had stopped making progress: "
+                          f"{stalled}; it may have hung first (a py-spy dump would show where)")
     if v.category == "unknown" and not any(e.detail.get("never_started") for e in v.evidence):
         if silent := silent_end(events, obs):
             why, _ = silent
@@ -54,6 +68,8 @@ def after_the_verdict(v: FailureVerdict, events: list[Event],
         elif note := series_note(obs):
             v.summary += f"; {note}"
             v.unknowns.append(note)
+        if v.category == "unknown":  # a file left unread may hold the answer
+            v.confidence = unknown_confidence(v.confidence, unread_share(obs)[0])
     mostly_unread(v, obs)
     return v
 
@@ -135,11 +151,18 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     node to the job."""
     e = best.event
     if secondhand(e) and not _corroborated(best, cands, obs):
+        confirm = CONFIRMS.get(best.category, 'a second source')
+        if _unambiguous_elsewhere(best, cands):
+            # two tools or processes saw the same fault (lspci and the CUDA runtime, the device
+            # plugin and the rank): the class is corroborated, the first-hand record still not
+            return SECONDHAND_TWICE, [
+                f"the verdict rests on what others recorded ({e.locator}: {e.summary}, and "
+                f"another file agrees); the first-hand record is not in the bundle: {confirm}"]
         # the weakest of such words (a bare SIGKILL, whoever sent it; "No devices were found",
         # which an unloaded driver says too) stay below half
-        return (UNCORROBORATED if weight(e) > 0.5 else CONTESTED_CONFIDENCE), [
+        return (UNCORROBORATED if weight(e) > AMBIGUOUS_WEIGHT else CONTESTED_CONFIDENCE), [
             f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
-            f"confirm it is not in the bundle: {CONFIRMS.get(best.category, 'a second source')}"]
+            f"confirm it is not in the bundle: {confirm}"]
     if e.detail.get("without_traceback"):
         return CONTESTED_CONFIDENCE, [
             f"the verdict rests on one exception line without its traceback ({e.locator}): "
@@ -152,10 +175,18 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
         return CONTESTED_CONFIDENCE, [
             f"which nodes the job ran on is not in the bundle: {e.node}'s state alone does not "
             f"tie it to the job{also}"]
+    if weight(e) <= AMBIGUOUS_WEIGHT and not _unambiguous_elsewhere(best, cands):
+        # words that more than one class prints ("unspecified launch failure": a kernel bug or
+        # a GPU fault) decide nothing alone, whoever printed them
+        return CONTESTED_CONFIDENCE, [
+            f"the verdict rests on {e.locator} ({e.summary}), words more than one class "
+            f"prints, and no unambiguous line of {best.category} corroborates it"]
     return None, []
 
 
 UNCORROBORATED = 0.6  # one artifact's word, its confirmation missing from the bundle
+SECONDHAND_TWICE = 0.7  # two independent second-hand records agree; the first-hand one missing
+AMBIGUOUS_WEIGHT = 0.5  # a line whose own parser says several classes print it (weight <= this)
 # what would confirm a verdict that others announced (a shell's Killed, nvidia-smi, a monitor)
 CONFIRMS = {
     "host_oom": "the node's kernel log (journalctl -k / dmesg: 'Out of memory: Killed process' "
@@ -172,6 +203,13 @@ def secondhand(e: Event) -> bool:
     d = e.detail
     return bool(d.get("kernel_record_missing") or d.get("user_space") or d.get("monitor")) or (
         e.kind == EventKind.cuda_error and e.category == "gpu_hardware")
+
+
+def _unambiguous_elsewhere(best: Candidate, cands: list[Candidate]) -> bool:
+    """Another file records the same class in words that are not ambiguous."""
+    e = best.event
+    return any(c.category == best.category and c.event.locator.path != e.locator.path
+               and weight(c.event) > AMBIGUOUS_WEIGHT for c in cands)
 
 
 def _corroborated(best: Candidate, cands: list[Candidate], obs: Observations) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNEXPLAINED
 from goodput_agent.analysis.failure_model import (
     BASE_CONFIDENCE,
     SYMPTOM_KINDS,
@@ -84,8 +85,11 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
             unknowns.append("the job never started, so there is no failure in it to explain; "
                             "why it waits is the scheduler's reason")
             return FailureVerdict(
-                category="unknown", confidence=0.0, evidence=waiting[:3],
+                category="unknown", confidence=NOTHING_TO_EXPLAIN, evidence=waiting[:3],
                 summary=f"Nothing failed: the job never started ({waiting[0].summary})")
+        # the confidence that the bundle holds no answer (analysis/abstention.py): something
+        # failed and its start was not read, or nothing was found at all
+        conf = UNEXPLAINED if failed or symptoms else SILENCE
         if failed:
             why = "the scheduler reports a failure but no log explains it"
         elif symptoms:
@@ -94,7 +98,7 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                    "failure is not in it")
         else:
             why = "no failure evidence in the bundle"
-        return FailureVerdict(category="unknown", confidence=0.0,
+        return FailureVerdict(category="unknown", confidence=conf,
                               evidence=(failed or symptoms)[:3],
                               summary=f"Not enough evidence for a verdict: {why}")
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)

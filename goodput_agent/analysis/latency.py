@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from goodput_agent.analysis.abstention import UNREAD
 from goodput_agent.analysis.changepoint import (
     RATE_WINDOW_S,
     STEP_S,
@@ -45,7 +46,7 @@ def _partial_result(ask: Ask, labels: dict[str, str], names: dict[str, str | Non
     return LatencyResult(source=ask.source.name, service_labels=labels, metrics=names,
                          windows=windows, missing=ask.missing, partial=True,
                          timeline=timeline or {},
-                         verdict=LatencyVerdict(category="unknown", summary=why, confidence=0.0,
+                         verdict=LatencyVerdict(category="unknown", summary=why, confidence=UNREAD,
                                                 unknowns=[why]))
 
 

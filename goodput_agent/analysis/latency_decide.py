@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from goodput_agent.analysis.abstention import (
+    NOTHING_TO_EXPLAIN,
+    READ_NEGATIVE,
+    SILENCE,
+    UNEXPLAINED,
+)
 from goodput_agent.analysis.latency_advice import ARRIVALS_ROSE, FLAG_KEYS, latency_advice
 from goodput_agent.analysis.latency_facts import LENGTH_RISE, RISE, Evidence, Facts, fmt, headline
 from goodput_agent.analysis.latency_model import ConfigChange, LatencyVerdict, WindowStats
@@ -53,7 +59,7 @@ def decide(f: Facts, ev: Evidence, diff: list[ConfigChange],
     _request_lengths(f, ev, deciding, causes)
     _queueing(f, ev, deciding, changed, causes)
     if not causes.cand:
-        return _unexplained(f, ev, deciding, causes.why_not)
+        return _unexplained(f, ev, deciding, causes.why_not, missing)
     return _verdict(f, ev, diff, missing, deciding, causes)
 
 
@@ -62,7 +68,8 @@ def _no_rise(f: Facts, ev: Evidence, deciding: dict[str, float | None],
     b, i = f.b, f.i
     headline(ev, f, None)
     return LatencyVerdict(
-        category="unknown", confidence=0.7 if f.e2e_p90 is not None else 0.2,
+        # measured over both windows, the absence of a rise is first-hand (abstention.py)
+        category="unknown", confidence=NOTHING_TO_EXPLAIN if f.e2e_p90 is not None else SILENCE,
         summary=(f"End-to-end latency did not rise: p90 {fmt(b.e2e.p90)} -> "
                  f"{fmt(i.e2e.p90)}, p50 {fmt(b.e2e.p50)} -> {fmt(i.e2e.p50)}"
                  + (f"; configuration changed ({', '.join(changed)}) without a latency "
@@ -211,7 +218,7 @@ def _queueing(f: Facts, ev: Evidence, deciding: dict[str, float | None],
 
 
 def _unexplained(f: Facts, ev: Evidence, deciding: dict[str, float | None],
-                 why_not: dict[str, str]) -> LatencyVerdict:
+                 why_not: dict[str, str], missing: list[MissingEvidence]) -> LatencyVerdict:
     b, i = f.b, f.i
     headline(ev, f, None)
     slower = []
@@ -222,7 +229,10 @@ def _unexplained(f: Facts, ev: Evidence, deciding: dict[str, float | None],
                       "neighbour, a different model build) - outside these metrics")
         ev.add("itl", "mean of {m}", b.itl.mean, i.itl.mean, "s", None)
     return LatencyVerdict(
-        category="unknown", confidence=0.4, deciding=deciding,
+        # every class ruled out by its own measured metric is a read negative; with metrics
+        # missing, the class they would show may be the cause (abstention.py)
+        category="unknown", confidence=UNEXPLAINED if missing else READ_NEGATIVE,
+        deciding=deciding,
         evidence=ev.for_verdict(None),
         summary=(f"End-to-end latency rose (p90 {fmt(b.e2e.p90)} -> {fmt(i.e2e.p90)}) "
                  "but none of queueing, KV-cache pressure, prompt or output length explains "

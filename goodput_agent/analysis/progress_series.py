@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from statistics import median
 
 from goodput_agent.analysis.observations import Observations
@@ -71,3 +72,20 @@ def silent_end(events: list[Event], obs: Observations) -> tuple[str, float] | No
                     "before; no timeout was printed: the job hung (a py-spy dump of its "
                     "processes, or a Flight Recorder dump, would show where)", gap)
     return None
+
+
+def stalled_before(end: datetime, obs: Observations) -> str | None:
+    """Why the job had stopped making progress long before `end` (the same measure as
+    silent_end, against the time the job was ended rather than its log's last line), or None
+    when some job log was still progressing."""
+    lasts = [a for a in obs.activity if a.format == "job_log" and a.last_progress
+             and a.prior_progress]
+    if not lasts:
+        return None
+    a = max(lasts, key=lambda a: a.last_progress)  # type: ignore[arg-type, return-value]
+    gap = (end - a.last_progress).total_seconds()  # type: ignore[operator]
+    beat = max(1.0, (a.last_progress - a.prior_progress).total_seconds())  # type: ignore[operator]
+    if gap < SILENT_END_S or gap < SILENT_FACTOR * beat:
+        return None
+    return (f"the last progress line of any log ({a.path}, step {a.last_step}) came "
+            f"{gap / 60:.0f} min before the job was ended, against one every {beat:.0f} s before")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, UNEXPLAINED, UNREAD
 from goodput_agent.analysis.kernel_families import diff, per_call_ratio, pooled
 from goodput_agent.analysis.slowdown_candidates import (
     part_candidates,
@@ -103,7 +104,7 @@ def analyse_runs(inc: Run, base: Run | None, gpu_less_paths: list[str],
     if not inc.parts():
         why = ("no incident trace has GPU kernels: nothing to break down" if not inc.timelines
                else "no incident trace has a step to break down")
-        return breakdown, SlowdownVerdict(category="unknown", confidence=0.0, summary=why,
+        return breakdown, SlowdownVerdict(category="unknown", confidence=UNREAD, summary=why,
                                           unknowns=gpu_less or [why])
     findings = throttle_findings(series or [], series_paths)
     before = pooled(r.kernel_families for r in base.breakdown.ranks) if base else []
@@ -137,7 +138,7 @@ def _decide(inc: Run, base: Run | None, throttled: list[ThrottleFinding],
     before = base.parts() if base else {}
     grown = now["step"] - before["step"] if before else 0.0
     if before and grown < MIN_SLOWDOWN * before["step"]:
-        return SlowdownVerdict(category="unknown", confidence=0.3, summary=(
+        return SlowdownVerdict(category="unknown", confidence=NOTHING_TO_EXPLAIN, summary=(
             f"the mean step is {ms(now['step'])} against the baseline's {ms(before['step'])} "
             f"({grown / before['step']:+.0%}): no slowdown to explain"))
     growth = {p: now[p] - before.get(p, 0.0) for p in PARTS} if before else {}
@@ -147,7 +148,7 @@ def _decide(inc: Run, base: Run | None, throttled: list[ThrottleFinding],
     if not candidates:
         shares = ", ".join(f"{p.removesuffix('_us')} {now[p] / now['step']:.0%}" for p in PARTS
                            if now[p] > 0)
-        return SlowdownVerdict(category="unknown", confidence=0.2, summary=(
+        return SlowdownVerdict(category="unknown", confidence=UNEXPLAINED, summary=(
             "no cause stands out" + (" and there is no baseline to compare with" if not before
                                      else "") + f": mean step {ms(now['step'])} ({shares})"))
     candidates.sort(key=lambda c: -c.confidence)

@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
+from goodput_agent.analysis.abstention import UNEXPLAINED
 from goodput_agent.analysis.failure import diagnose
 from goodput_agent.analysis.observations import Activity, Observations
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
@@ -96,7 +97,8 @@ def test_hang_rank_that_printed_no_watchdog_line() -> None:
 def test_no_failure_evidence_is_unknown_with_the_reason() -> None:
     state = ev(EventKind.job_state, Role.symptom, t=0, path="slurm/sacct.txt", state="FAILED")
     v = diagnose(Observations(events=[state]))
-    assert v.category == "unknown" and v.confidence == 0.0
+    # something failed and what started it was not read: the `unknown` is unlikely to be right
+    assert v.category == "unknown" and v.confidence == UNEXPLAINED
     assert v.unknowns
 
 
@@ -276,7 +278,7 @@ def test_a_bundle_of_symptoms_alone_is_unknown_and_says_it_holds_only_symptoms()
     waiting = ev(EventKind.python_exception, Role.symptom, None, t=5, rank=1,
                  exc_type="torch.distributed.DistStoreError")
     v = diagnose(Observations(events=[waiting]))
-    assert (v.category, v.confidence) == ("unknown", 0.0)
+    assert (v.category, v.confidence) == ("unknown", UNEXPLAINED)
     assert "only symptoms (1" in v.summary and v.evidence == [waiting]
 
 

@@ -1,0 +1,33 @@
+"""What the confidence of an `unknown` verdict means, the same for every kind of question.
+
+An `unknown` verdict claims that the bundle supports no class: a careful reader of every file
+in it would not name a cause either (nothing failed, or what decides is not in the bundle).
+Its confidence is how sure that claim is and, like any verdict's, it rests on what was read,
+never on silence alone:
+- NOTHING_TO_EXPLAIN: a first-hand record says there is nothing to explain (the scheduler's
+  COMPLETED 0:0, a job that never started, latency measured over both windows without a rise);
+- READ_NEGATIVE: the sources that would show each class were read and each rules its class
+  out with a measured number (the serving engine's own counters over its samples; every
+  latency class's deciding metric beside a measured rise that none of them explains);
+- SILENCE: nothing was found in a bundle read whole. A healthy job and a failure written in a
+  form the parsers do not know look the same from here, so this is a guess's confidence;
+- UNEXPLAINED: something did fail or stall (the scheduler's failure state, the peers'
+  symptoms) and what started it is not in what was read: it is likely in what was not;
+- UNREAD: a file of the bundle could not be read, and the answer may be in it.
+Never 0: that would promise that the bundle holds an answer the product missed.
+`evals/calibration.py` scores an `unknown` verdict as right when the answer key says the
+bundle supports no class, at this confidence.
+"""
+
+from __future__ import annotations
+
+NOTHING_TO_EXPLAIN = 0.8
+READ_NEGATIVE = 0.6
+SILENCE = 0.3
+UNEXPLAINED = 0.15
+UNREAD = 0.1
+
+
+def unknown_confidence(level: float, unread_files: int = 0) -> float:
+    """The confidence of an `unknown` at `level`, held to UNREAD when files went unread."""
+    return min(level, UNREAD) if unread_files else level
