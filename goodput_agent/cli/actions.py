@@ -164,7 +164,7 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
     path = _ledger_path(ledger_path)
     policy = _policy(policy_path, path)
     console = TerminalConsole(stderr=as_json)
-    with open_ledger(path) as lg:
+    with open_ledger(path, one_turn=True) as lg:
         who = _authenticated(lg, action_id, approver, policy)
         ctx = live_context(store.action_row(lg, action_id).tool, slurm_conf, kubeconfig)
         p = view_action(lg, action_id, policy, who, ctx)
@@ -215,7 +215,7 @@ def reject_cmd(action_id: int, approver: str | None, why: str, policy_path: Path
     from goodput_agent.ledger import open_ledger
 
     path = _ledger_path(ledger_path)
-    with open_ledger(path) as lg:
+    with open_ledger(path, one_turn=True) as lg:
         who = _authenticated(lg, action_id, approver, _policy(policy_path, path))
         row = reject_action(lg, action_id, who, why)
     if as_json:
