@@ -126,9 +126,8 @@ class LedgerFile:
         cur = self._enter(write, time.monotonic() + (WAIT_S if wait_s is None else wait_s))
         self.local.cursor, self.local.write = cur, write
         ok = False
-        try:
-            if write:
-                cur.execute("BEGIN TRANSACTION")
+        try:  # a reader too: one state of the file while a writer of this process commits
+            cur.execute("BEGIN TRANSACTION")
             yield cur
             ok = True
         finally:
@@ -187,8 +186,7 @@ class LedgerFile:
 
     def _finish(self, cur: duckdb.DuckDBPyConnection, write: bool, ok: bool) -> None:
         try:
-            if write:
-                cur.execute("COMMIT" if ok else "ROLLBACK")
+            cur.execute("COMMIT" if ok else "ROLLBACK")
         finally:
             cur.close()
             with self.cond:
