@@ -397,4 +397,3 @@ def test_advice_has_no_approve_button_for_anyone(reviewed: Reviewed) -> None:
     queue = client.get("/actions").text
     assert f'<tr data-id="{advice}">' not in queue and f'href="/actions/{advice}"' in queue
     assert client.get(f"/api/actions/{advice}").json()["can_approve"] is False
-
