@@ -150,10 +150,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def timed(argv: list[str]) -> float:
-    t = time.perf_counter()
+def timed(argv: list[str], cpu: list[float]) -> float:
+    """The command's wall time; its CPU time is added to `cpu`."""
+    t, used = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - t
+    cpu.append(_children_cpu() - used)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[3:5]}: {proc.stderr.strip()[-300:]}")
     return elapsed
@@ -235,8 +237,7 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         w = watch(team, args.backlog, (port, pol))
-    lists, approves, pages = [], [], []
-    cpu = _children_cpu()
+    lists, approves, pages, cpu = [], [], [], []
     try:
         w.stdout.readline()
         for path in ("/", "/inv/inv-t-0", f"/actions/{actions[0]}"):  # a long-running
@@ -245,10 +246,10 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
         while w.poll() is None:  # the team's requests, one every `pace` seconds
             kind = i % 5
             if kind == 0:
-                lists.append(timed([*cli, "ledger", "list", "--ledger", str(team)]))
+                lists.append(timed([*cli, "ledger", "list", "--ledger", str(team)], cpu))
             elif kind == 1 and len(approves) < len(actions):
                 approves.append(timed([*cli, "approve", str(actions[len(approves)]), "--yes",
-                                       "--policy", str(pol), "--ledger", str(team)]))
+                                       "--policy", str(pol), "--ledger", str(team)], cpu))
             else:
                 path = ("/", f"/inv/inv-t-{i}", f"/actions/{actions[i % len(actions)]}")[kind % 3]
                 try:
@@ -257,13 +258,12 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
                     break
             i += 1
             time.sleep(max(0.0, start + i * args.pace - time.monotonic()))
-        cpu = _children_cpu() - cpu  # the commands' (the watch is not waited for yet)
         shared = float(w.communicate()[0].strip())
     finally:
         if srv is not None:
             srv.terminate()
             srv.wait()
-    return TeamRun(layout, shared, cpu, os.getloadavg()[0], lists, approves, pages)
+    return TeamRun(layout, shared, sum(cpu), os.getloadavg()[0], lists, approves, pages)
 
 
 def main() -> None:
