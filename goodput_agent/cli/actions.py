@@ -79,7 +79,7 @@ def actions_cmd(investigation_id: str | None, pending: bool, policy_path: Path |
     path = _ledger_path(ledger_path)
     policy = _policy(policy_path, path)
     who = _viewer()
-    with open_ledger(path, read_only=True) as lg:
+    with open_ledger(path, read_only=True, one_turn=True) as lg:
         if pending:
             q = queue_of(lg, policy, who)
         else:
@@ -261,7 +261,7 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
                        f"{str(exc).splitlines()[0][:300]}") from None
     from goodput_agent.ledger.records import claim_ids_of
 
-    with open_ledger(_ledger_path(ledger_path)) as lg:
+    with open_ledger(_ledger_path(ledger_path), one_turn=True) as lg:
         known = claim_ids_of(lg, investigation_id)
         claims = list(claim_ids) or known[:1]
         if not claims or not set(claims) <= set(known):
