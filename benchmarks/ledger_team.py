@@ -1,8 +1,15 @@
 """A team on one ledger: while a watch (its own process) works through a backlog of 1,000
 triggers on a ledger of 100,000 investigations, people run `goodput ledger list`, `goodput
-approve` (whole commands, Python's start included) and load review pages from `goodput serve`.
-Prints p50/p99 of each against the goals (a command's p99 <= 2 s, a page's p99 <= 300 ms) and
-the watch's throughput beside its throughput alone on the same ledger (goal >= 80 %).
+approve` (whole commands, Python's start included) and load review pages. Prints p50/p99 of
+each against the goals (a command's p99 <= 2 s, a page's p99 <= 300 ms) and the watch's
+throughput beside its throughput alone on the same ledger (goal >= 80 %), in two layouts:
+the pages from a separate `goodput serve`, and from the watch's own process as `goodput watch
+--serve` serves them (what deploy/ runs: one process, one pod).
+
+The watch alone runs before and after the team's runs and the team's runs are compared with
+the mean of the two (the machine's other load drifts); the load average and the CPU time the
+team's commands used are printed beside the figures (on a small machine they compete with the
+watch for its cores).
 
 The backlog's investigations are the watch benchmark's stub (each starts, records 20 evidence
 rows and a claim, and concludes: the ledger's real writes, no parsing), so what is measured is
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -23,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from goodput_agent.ledger import Ledger
@@ -141,10 +150,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def timed(argv: list[str]) -> float:
-    t = time.perf_counter()
+def timed(argv: list[str], cpu: list[float]) -> float:
+    """The command's wall time; its CPU time is added to `cpu`."""
+    t, used = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - t
+    cpu.append(_children_cpu() - used)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[3:5]}: {proc.stderr.strip()[-300:]}")
     return elapsed
@@ -155,6 +166,19 @@ def page(url: str) -> float:
     with urllib.request.urlopen(url, timeout=60) as resp:
         resp.read()
     return time.perf_counter() - t
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def watch_alone(base: Path, root: Path, backlog: int) -> float:
+    alone_ledger = root / "alone.duckdb"
+    shutil.copy(base, alone_ledger)
+    w = watch(alone_ledger, backlog)
+    w.stdout.readline()
+    return float(w.communicate()[0].strip())
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -177,8 +201,31 @@ def serve(ledger: Path, pol: Path, log: Path) -> tuple[subprocess.Popen[bytes], 
     raise RuntimeError(f"goodput serve did not start: {log.read_text()[-500:]}")
 
 
+@dataclass
+class TeamRun:
+    layout: str
+    shared: float  # the watch's seconds for the backlog
+    cpu: float  # the commands' CPU seconds
+    load: float  # the load average at the end
+    lists: list[float]
+    approves: list[float]
+    pages: list[float]
+
+    def report(self, alone: float, args: argparse.Namespace) -> None:
+        print(f"{self.layout} pages, watch with the team (a request every {args.pace:g} s): "
+              f"{args.backlog} triggers in {self.shared:.1f} s "
+              f"({args.backlog / self.shared:.1f}/s) = {alone / self.shared:.0%} of alone "
+              f"(goal >= 80 %); the commands used {self.cpu:.1f} s of CPU; load average "
+              f"{self.load:.1f}")
+        for name, xs, goal in (("  ledger list", self.lists, 2.0),
+                               ("  approve", self.approves, 2.0),
+                               ("  page load", self.pages, 0.3)):
+            print(f"{name}: n={len(xs)} p50 {statistics.median(xs) * 1000:.0f} ms, p99 "
+                  f"{pct(xs, 0.99) * 1000:.0f} ms (goal p99 <= {goal * 1000:.0f} ms)")
+
+
 def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
-             args: argparse.Namespace, alone: float) -> None:
+             args: argparse.Namespace) -> TeamRun:
     """The watch with people beside it: pages from `goodput serve` (separate) or from the
     watch's own process (`goodput watch --serve`, in-watch)."""
     cli = [sys.executable, "-m", "goodput_agent.cli"]
@@ -190,7 +237,7 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         w = watch(team, args.backlog, (port, pol))
-    lists, approves, pages = [], [], []
+    lists, approves, pages, cpu = [], [], [], []
     try:
         w.stdout.readline()
         for path in ("/", "/inv/inv-t-0", f"/actions/{actions[0]}"):  # a long-running
@@ -199,16 +246,15 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
         while w.poll() is None:  # the team's requests, one every `pace` seconds
             kind = i % 5
             if kind == 0:
-                lists.append(timed([*cli, "ledger", "list", "--ledger", str(team)]))
+                lists.append(timed([*cli, "ledger", "list", "--ledger", str(team)], cpu))
             elif kind == 1 and len(approves) < len(actions):
                 approves.append(timed([*cli, "approve", str(actions[len(approves)]), "--yes",
-                                       "--policy", str(pol), "--ledger", str(team)]))
+                                       "--policy", str(pol), "--ledger", str(team)], cpu))
             else:
                 path = ("/", f"/inv/inv-t-{i}", f"/actions/{actions[i % len(actions)]}")[kind % 3]
                 try:
                     pages.append(page(url + path))
                 except OSError:  # the watch finished and its pages with it (in-watch)
-                    w.wait(timeout=60)
                     break
             i += 1
             time.sleep(max(0.0, start + i * args.pace - time.monotonic()))
@@ -217,13 +263,7 @@ def team_run(team: Path, layout: str, actions: list[int], pol: Path, root: Path,
         if srv is not None:
             srv.terminate()
             srv.wait()
-    print(f"{layout} pages, watch with the team (a request every {args.pace:g} s): "
-          f"{args.backlog} triggers in {shared:.1f} s ({args.backlog / shared:.1f}/s) = "
-          f"{alone / shared:.0%} of alone (goal >= 80 %)")
-    for name, xs, goal in (("  ledger list", lists, 2.0), ("  approve", approves, 2.0),
-                           ("  page load", pages, 0.3)):
-        print(f"{name}: n={len(xs)} p50 {statistics.median(xs) * 1000:.0f} ms, p99 "
-              f"{pct(xs, 0.99) * 1000:.0f} ms (goal p99 <= {goal * 1000:.0f} ms)")
+    return TeamRun(layout, shared, sum(cpu), os.getloadavg()[0], lists, approves, pages)
 
 
 def main() -> None:
@@ -243,20 +283,23 @@ def main() -> None:
     print(f"ledger: {args.investigations:,} investigations, "
           f"{base.stat().st_size / 2**20:.0f} MiB, built in {time.perf_counter() - t:.1f} s")
     pol = policy(root, jobs)
-    alone_ledger = root / "alone.duckdb"
-    shutil.copy(base, alone_ledger)
-    w = watch(alone_ledger, args.backlog)
-    w.stdout.readline()
-    alone = float(w.communicate()[0].strip())
-    print(f"watch alone: {args.backlog} triggers in {alone:.1f} s "
-          f"({args.backlog / alone:.1f}/s)")
-
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    before = watch_alone(base, root, args.backlog)
+    print(f"watch alone (before): {args.backlog} triggers in {before:.1f} s "
+          f"({args.backlog / before:.1f}/s)")
+    runs = []
     for layout in ("separate", "in-watch"):
         team = root / f"team-{layout}.duckdb"
         shutil.copy(base, team)
         for script in jobs.glob("*.sbatch"):  # as proposed: each run approves the same edits
             script.write_text("#SBATCH --mem=64G\nsrun train.py\n")
-        team_run(team, layout, actions, pol, root, args, alone)
+        runs.append(team_run(team, layout, actions, pol, root, args))
+    after = watch_alone(base, root, args.backlog)
+    alone = (before + after) / 2
+    print(f"watch alone (after): {args.backlog} triggers in {after:.1f} s "
+          f"({args.backlog / after:.1f}/s); compared below with the mean, {alone:.1f} s")
+    for run in runs:
+        run.report(alone, args)
     shutil.rmtree(root, ignore_errors=True)
 
 

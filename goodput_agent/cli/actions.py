@@ -79,7 +79,7 @@ def actions_cmd(investigation_id: str | None, pending: bool, policy_path: Path |
     path = _ledger_path(ledger_path)
     policy = _policy(policy_path, path)
     who = _viewer()
-    with open_ledger(path, read_only=True) as lg:
+    with open_ledger(path, read_only=True, one_turn=True) as lg:
         if pending:
             q = queue_of(lg, policy, who)
         else:
@@ -164,7 +164,7 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
     path = _ledger_path(ledger_path)
     policy = _policy(policy_path, path)
     console = TerminalConsole(stderr=as_json)
-    with open_ledger(path) as lg:
+    with open_ledger(path, one_turn=True) as lg:
         who = _authenticated(lg, action_id, approver, policy)
         ctx = live_context(store.action_row(lg, action_id).tool, slurm_conf, kubeconfig)
         p = view_action(lg, action_id, policy, who, ctx)
@@ -215,7 +215,7 @@ def reject_cmd(action_id: int, approver: str | None, why: str, policy_path: Path
     from goodput_agent.ledger import open_ledger
 
     path = _ledger_path(ledger_path)
-    with open_ledger(path) as lg:
+    with open_ledger(path, one_turn=True) as lg:
         who = _authenticated(lg, action_id, approver, _policy(policy_path, path))
         row = reject_action(lg, action_id, who, why)
     if as_json:
@@ -261,7 +261,7 @@ def propose_cmd(investigation_id: str, tool: str, args_json: str, why: str,
                        f"{str(exc).splitlines()[0][:300]}") from None
     from goodput_agent.ledger.records import claim_ids_of
 
-    with open_ledger(_ledger_path(ledger_path)) as lg:
+    with open_ledger(_ledger_path(ledger_path), one_turn=True) as lg:
         known = claim_ids_of(lg, investigation_id)
         claims = list(claim_ids) or known[:1]
         if not claims or not set(claims) <= set(known):

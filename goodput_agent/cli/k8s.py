@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from goodput_agent.collect.base import Manifest
-
 if TYPE_CHECKING:
+    from goodput_agent.collect.base import Manifest
     from goodput_agent.collect.k8s_serving import LatencyWindows
+    from goodput_agent.report import Report
 from goodput_agent.errors import BadInput
-from goodput_agent.report import Report
 from goodput_agent.untrusted import line
 
 K8S_OPTIONS: list[Callable[[Any], Any]] = [

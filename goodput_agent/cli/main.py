@@ -258,7 +258,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
     from goodput_agent.ledger import open_ledger
     from goodput_agent.planner.claude_store import usage_totals
 
-    with open_ledger(_existing(ledger_path), read_only=True) as lg:
+    with open_ledger(_existing(ledger_path), read_only=True, one_turn=True) as lg:
         inv_id = investigation_id or lg.latest_investigation_id()
         rec = lg.investigation(inv_id) if inv_id else None
         usage = usage_totals(lg, inv_id) if inv_id else None  # tokens and cost of the LLM

@@ -15,7 +15,9 @@ files beside the ledger:
 
 Waiting is a poll of the lock (a system call, not a failed DuckDB open, which costs ~20 ms of
 CPU), up to a deadline, then a one-line LedgerBusy. A process whose sessions keep it busy past
-HOLD_S lets go as soon as someone waits, so a busy watch cannot starve a person's command.
+HOLD_S lets go as soon as someone waits, so a busy watch cannot starve a person's command;
+a command whose steps are several sessions (`approve`) keeps its turn across them
+(`kept`, at most KEEP_MAX_S), so that it takes the file once, not once a step.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ IDLE_GAP_S = 0.02  # idle this long while someone waits: it is between commands,
 # grows with what a long-lived instance has touched (the watch's RSS climbed ~20 KB an
 # investigation with one instance; a new one every ten seconds keeps it flat)
 MAX_OPEN_S = 10.0
+# a command's steps keep their turn this long at most (`kept`): handing the file to a waiting
+# watch between `approve`'s steps and taking it back cost both a close and an open each time
+KEEP_MAX_S = 1.0
 _REAP_S = 0.003  # how often a lingering process looks for someone waiting
 _POLL_S = (0.0005, 0.002)  # between tries of the lock (each is a system call)
 _YIELD_S = 0.01  # after letting go to someone waiting, stay back this long: their turn
@@ -87,6 +92,7 @@ class LedgerFile:
         self.schema_ready = False
         self._reaper: threading.Thread | None = None
         self.forked_busy = False  # forked while the parent had a session open
+        self.kept_until = 0.0  # a command keeps its turn between its sessions until then
 
     def ensure_schema(self, current: Callable[[duckdb.DuckDBPyConnection], bool],
                       ensure: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
@@ -120,21 +126,44 @@ class LedgerFile:
         cur = self._enter(write, time.monotonic() + (WAIT_S if wait_s is None else wait_s))
         self.local.cursor, self.local.write = cur, write
         ok = False
-        try:
-            if write:
-                cur.execute("BEGIN TRANSACTION")
+        try:  # a reader too: one state of the file while a writer of this process commits
+            cur.execute("BEGIN TRANSACTION")
             yield cur
             ok = True
         finally:
             self.local.cursor = None
             self._finish(cur, write, ok)
 
+    @contextmanager
+    def kept(self, write: bool, wait_s: float | None = None) -> Iterator[None]:
+        """One turn for a command's steps: the instance (writable when `write`) is taken now
+        and stays open between the sessions inside, up to KEEP_MAX_S, whoever waits; then
+        the usual rules (let go when someone waits) apply again."""
+        with self.cond:
+            self._instance(write, time.monotonic() + (WAIT_S if wait_s is None else wait_s))
+            self.kept_until = time.monotonic() + KEEP_MAX_S
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.kept_until = 0.0
+                if self.users == 0 and self.db is not None:
+                    self._after_last_session()
+                self.cond.notify_all()
+
+    def _keeping(self) -> bool:
+        return time.monotonic() < self.kept_until
+
+    def _instance(self, write: bool, deadline: float) -> None:
+        """Wait until this thread may join, and open the file if it must (under cond)."""
+        while not self._may_join(write):
+            self._wait(deadline)
+        if self.db is None or (write and not self.writable):
+            self._open(write, deadline)
+
     def _enter(self, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
         with self.cond:
-            while not self._may_join(write):
-                self._wait(deadline)
-            if self.db is None or (write and not self.writable):
-                self._open(write, deadline)
+            self._instance(write, deadline)
             self.users += 1
             self.writing = self.writing or write
             return self.db.cursor()  # type: ignore[union-attr]
@@ -157,24 +186,31 @@ class LedgerFile:
 
     def _finish(self, cur: duckdb.DuckDBPyConnection, write: bool, ok: bool) -> None:
         try:
-            if write:
-                cur.execute("COMMIT" if ok else "ROLLBACK")
+            cur.execute("COMMIT" if ok else "ROLLBACK")
         finally:
             cur.close()
             with self.cond:
                 self.users -= 1
                 if write:
                     self.writing = False
-                held = time.monotonic() - self.opened_at if self.db is not None else 0.0
-                if held > MAX_OPEN_S or (held > HOLD_S and self.turns.someone_waits()):
-                    self.draining = True
                 if self.users == 0:
-                    if self.draining:
-                        self._close()
-                    else:
-                        self.idle_since = time.monotonic()
-                        self._start_reaper()
+                    self._after_last_session()
+                elif self.db is not None and self._held_too_long():
+                    self.draining = True
                 self.cond.notify_all()
+
+    def _held_too_long(self) -> bool:
+        if self._keeping():
+            return False
+        held = time.monotonic() - self.opened_at
+        return held > MAX_OPEN_S or (held > HOLD_S and self.turns.someone_waits())
+
+    def _after_last_session(self) -> None:
+        if self.draining or self._held_too_long():
+            self._close()
+        else:
+            self.idle_since = time.monotonic()
+            self._start_reaper()
 
     # --- letting go -----------------------------------------------------------------------
 
@@ -192,7 +228,7 @@ class LedgerFile:
             with self.cond:
                 if self.db is None:
                     return
-                if self.users:
+                if self.users or self._keeping():
                     continue
                 now = time.monotonic()
                 idle, held = now - self.idle_since, now - self.opened_at

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -26,6 +27,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from goodput_agent.errors import BadInput
+from goodput_agent.ledger import Ledger
 from goodput_agent.web import (
     routes_actions,
     routes_chat,
@@ -37,6 +39,7 @@ from goodput_agent.web import (
 from goodput_agent.web.account_page import account_routes
 from goodput_agent.web.config import ServeConfig
 from goodput_agent.web.fleet_page import fleet_route
+from goodput_agent.web.people import Asker, asker
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE
 from goodput_agent.web.site import HERE, SVG_CSP, Site
 from goodput_agent.web.watch_page import watch_routes
@@ -73,11 +76,21 @@ class _Guard(BaseHTTPMiddleware):
         bearer = request.headers.get("authorization", "")
         given = [given_query, bearer[7:] if bearer.lower().startswith("bearer ") else None,
                  request.cookies.get(TOKEN_COOKIE)]  # the shared token, wherever it is
-        if not any(security.token_ok(expected, g) for g in given) and \
-                not await self._a_person(request):
+        if any(security.token_ok(expected, g) for g in given):
+            return await self._answer(request, call_next)
+        turn = await self._a_person(request)
+        if turn is None:
             return PlainTextResponse("a valid access token is required (?token=... once, or "
                                      "Authorization: Bearer ...), or a person signed in",
                                      status_code=401)
+        try:
+            return await self._answer(request, call_next)
+        finally:
+            await run_in_threadpool(turn.close)
+
+    async def _answer(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        expected = self.config.token
+        given_query = request.query_params.get("token")
         if given_query and request.method == "GET":
             # keep the token out of the address bar and history: cookie, then the same page
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
@@ -101,21 +114,29 @@ class _Guard(BaseHTTPMiddleware):
         response.headers["Cache-Control"] = "no-store"
         return response
 
-
-    async def _a_person(self, request: Request) -> bool:
+    async def _a_person(self, request: Request) -> Ledger | None:
         """A person the server can name (a personal token, a trusted proxy's user) may read
-        without the shared token."""
-        from starlette.concurrency import run_in_threadpool
+        without the shared token. Their request is then answered in the turn at the ledger
+        this check took (the handle returned: closed once answered), and the page asks
+        people.py again for nothing (request.state.asker)."""
 
-        from goodput_agent.ledger import Ledger
-        from goodput_agent.web.people import asker
-
-        def check() -> bool:
+        def check() -> Ledger | None:
             try:
-                with Ledger(self.config.ledger, read_only=True) as led:
-                    return asker(request, self.config, led).who is not None
+                led = Ledger(self.config.ledger, read_only=True, one_turn=True)
             except BadInput:
-                return False
+                return None
+            try:
+                found = asker(request, self.config, led)
+            except BadInput:
+                found = Asker()
+            except BaseException:
+                led.close()
+                raise
+            if found.who is None:
+                led.close()
+                return None
+            request.state.asker = found
+            return led
         return await run_in_threadpool(check)
 
 

@@ -36,7 +36,11 @@ class Asker(BaseModel):
 
 
 def asker(request: Request, config: ServeConfig, ledger: Ledger, cookies: bool = True) -> Asker:
-    """`cookies`: False for the API, which a browser's cookies must never drive."""
+    """`cookies`: False for the API, which a browser's cookies must never drive. The guard's
+    answer for this request (web/app.py, cookies included) is not asked again."""
+    found = getattr(request.state, "asker", None)
+    if cookies and isinstance(found, Asker):
+        return found
     bearer = request.headers.get("authorization", "")
     given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else ""
     if given and looks_like_token(given):

@@ -9,9 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from goodput_agent.approval import store
 from goodput_agent.ledger import Ledger
-from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.actions import statuses_of
 from goodput_agent.ledger.records import (
     claims_citing,
     evidence_row,
@@ -49,18 +48,16 @@ def picture_paths(report: Report | None, ledger_path: Path, inv_id: str,
 
 
 def action_statuses(ledger: Ledger, inv_id: str) -> dict[int, str]:
-    """Each action's status from its approval rows; 'proposed' for a ledger written before
-    approvals existed (no action_events table)."""
-    by: dict[int, list[store.Event]] = {}
-    for e in store.investigation_events(ledger, inv_id):
-        by.setdefault(e.action_id, []).append(e)
-    return {a.id: store.status_of(by.get(a.id, [])) for a in actions_of(ledger, inv_id)}
+    """Each action's status from its approval rows."""
+    return dict(statuses_of(ledger, [inv_id])[inv_id])
 
 
 def investigation_list(ledger: Ledger, limit: int = 200) -> list[dict[str, Any]]:
+    rows = ledger.investigations(limit)
+    statuses = statuses_of(ledger, [row["id"] for row in rows])
     out = []
-    for row in ledger.investigations(limit):
-        counts = Counter(action_statuses(ledger, row["id"]).values())
+    for row in rows:
+        counts = Counter(statuses[row["id"]].values())
         out.append({**row, "actions": ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                     or "none"})
     return out

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +23,9 @@ import pytest
 from goodput_agent.ledger import Ledger
 from tests.approval.conftest import make_investigation, policy_text, valid_args
 from tests.servers.chromium import running_goodput_serve
+from tests.servers.debian import free_port
 from tests.servers.slurm import SlurmCluster, cluster_with_a_time_limit_job
-from tests.servers.stopped import stopped_mid_write
+from tests.servers.stopped import held_at_conclusion, stopped_mid_write
 from tests.watch.test_slurm_watch import wait_accounted
 
 JOBS = 12
@@ -90,15 +92,23 @@ def _page(url: str) -> int:
         return resp.status
 
 
-def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backlog: list[str],
-                                                    tmp_path: Path, demo_bundle: Path) -> None:
-    ledger, reference = tmp_path / "team.duckdb", tmp_path / "alone.duckdb"
-    env = cluster.env
-    alone = goodput(*watch_args(reference, "--once"), env=env, timeout=600)
+@pytest.fixture(scope="module")
+def expected(cluster: SlurmCluster, backlog: list[str],
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """What a watch alone on its own ledger concludes of each job of the backlog."""
+    reference = tmp_path_factory.mktemp("alone") / "alone.duckdb"
+    alone = goodput(*watch_args(reference, "--once"), env=cluster.env, timeout=600)
     assert alone.returncode == 0, alone.stderr
-    expected = verdicts(reference, backlog)
-    assert set(expected) == set(backlog), (alone.stdout[-2000:], alone.stderr[-2000:])
+    found = verdicts(reference, backlog)
+    assert set(found) == set(backlog), (alone.stdout[-2000:], alone.stderr[-2000:])
+    return found
 
+
+def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backlog: list[str],
+                                                    expected: dict[str, str], tmp_path: Path,
+                                                    demo_bundle: Path) -> None:
+    ledger = tmp_path / "team.duckdb"
+    env = cluster.env
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text())
     args = valid_args(tmp_path)
@@ -134,6 +144,66 @@ def test_a_team_on_one_ledger_while_the_watch_works(cluster: SlurmCluster, backl
     whole_investigations_only(ledger)
     assert verdicts(ledger, backlog) == expected  # what a watch alone would have said
     check_decisions(ledger, ids, others)
+
+
+def test_the_watch_serves_its_pages_and_executes_an_approval_posted_there_mid_backlog(
+        cluster: SlurmCluster, backlog: list[str], expected: dict[str, str],
+        tmp_path: Path) -> None:
+    """`goodput watch --serve` (the deployment's one process), held just before its fourth
+    conclusion with the rest of its backlog queued: its own pages answer, a person behind the
+    sign-on proxy approves there and the gate executes, another process reads the ledger and
+    sees nothing of the investigation in progress; then the watch finishes its backlog."""
+    ledger, policy, script = (tmp_path / n for n in ("served.duckdb", "policy.yaml", "a.sbatch"))
+    policy.write_text(policy_text())
+    script.write_text("#!/bin/bash\n#SBATCH --mem=64G\nsrun python train.py\n")
+    with Ledger(ledger) as lg:
+        _, ids = make_investigation(lg, "gpu_oom", {"config_change": {
+            "path": str(script), "edits": [{"old": "--mem=64G", "new": "--mem=160G"}]}})
+    secret = tmp_path / "proxy.secret"
+    secret.write_text("proxy-shared-secret-" + "w" * 12)
+    url = f"http://127.0.0.1:{free_port()}"
+    args = watch_args(ledger, "--once", "--concurrency", "1", "--serve", url[7:], "--policy",
+                      str(policy), "--proxy-secret-file", str(secret))
+    with held_at_conclusion(tmp_path, 4, *args, env=cluster.env,
+                            ready=f"{url}/static/style.css") as (watch, in_progress):
+        status = goodput("watch", "status", "--json", "--ledger", str(ledger))
+        queue = json.loads(status.stdout)["queue"]
+        assert queue["running"] == 1 and queue["queued"] >= 1 and queue["done"] >= 1, queue
+        with Ledger(ledger, read_only=True) as lg:
+            seen = lg.investigation(in_progress)
+            lg.release()
+        assert seen is not None and seen.conclusion is None and seen.evidence == []
+        shown = approve_on_the_page(url, ids["config_change"], secret.read_text())
+        assert "+#SBATCH --mem=160G" in shown and "--mem=160G" in script.read_text()
+    watch.wait(timeout=600)
+    assert watch.returncode == 0, (tmp_path / "held.stderr").read_text()[-2000:]
+    assert verdicts(ledger, backlog) == expected
+    whole_investigations_only(ledger)
+    with Ledger(ledger, read_only=True) as lg:
+        kinds = [(r["kind"], r["actor"]) for r in lg.rows(
+            "SELECT kind, actor FROM action_events WHERE action_id = ? ORDER BY id",
+            [ids["config_change"]])]
+        finished = lg.investigation(in_progress)
+    assert kinds == [("approval", "dave"), ("execution_started", "dave"), ("execution", "dave")]
+    assert finished is not None and finished.conclusion is not None and finished.evidence
+
+
+def approve_on_the_page(url: str, action: int, secret: str) -> str:
+    """What the sign-on proxy sends for dave (group sre): the action's page, then its approve
+    form posted; returns the page the post leads to (the result of the execution)."""
+    from http.cookiejar import CookieJar
+
+    from tests.web.test_app import _form
+
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    opener.addheaders = [("X-Forwarded-User", "dave"), ("X-Forwarded-Groups", "sre"),
+                         ("X-Goodput-Proxy-Secret", secret)]
+    with opener.open(f"{url}/actions/{action}", timeout=60) as resp:
+        html = resp.read().decode()
+    form = urllib.parse.urlencode({"csrf": _form(html, "csrf"), "shown": _form(html, "shown")})
+    with opener.open(f"{url}/actions/{action}/approve", form.encode(), timeout=120) as resp:
+        assert resp.url.endswith("?done=executed"), resp.url
+        return resp.read().decode()
 
 
 def people_meanwhile(ledger: Path, policy: Path, ids: dict[str, int], bundle: Path,
