@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from goodput_agent.analysis.observations import short_name
+from goodput_agent.analysis.failure.observations import short_name
 from goodput_agent.errors import BadInput
 from goodput_agent.evals.calibration import (
     Calibration,

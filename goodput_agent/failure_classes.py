@@ -1,7 +1,7 @@
 """The classes a failure investigation can conclude, in one table.
 
 Adding a class is one row here, the parser that recognises its lines (it sets `Event.category`
-to the row's name), and its branch in `analysis/remedy.py`. The report's categories, the
+to the row's name), and its branch in `analysis/failure/remedy.py`. The report's categories, the
 analysis' weights and the approval policy's retry rules all derive from this table.
 """
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from goodput_agent import failure_classes
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.slowdown_model import Breakdown
+from goodput_agent.analysis.slowdown.model import Breakdown
 
 SCHEMA_ID = "goodput.report/v1"
 

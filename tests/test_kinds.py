@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from goodput_agent.analysis.observations import short_name
+from goodput_agent.analysis.failure.observations import short_name
 from goodput_agent.bundle import BundleFile, Inventory, scan
 from goodput_agent.evals.scorer import ANSWER_KEYS, suite_dir
 from goodput_agent.incident import IncidentSpec

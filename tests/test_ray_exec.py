@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from goodput_agent.analysis.rank_digest import digest_trace
+from goodput_agent.analysis.slowdown.rank_digest import digest_trace
 from goodput_agent.cli import cli
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import open_ledger

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.slowdown_model import Breakdown, SlowdownVerdict
-from goodput_agent.analysis.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
+from goodput_agent.analysis.slowdown.model import Breakdown, SlowdownVerdict
+from goodput_agent.analysis.slowdown.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
     BASELINE_FOLDERS,
     run_of,
     split_runs,
@@ -58,12 +58,12 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
     timeout_s = 600.0
 
     def run(self, ctx: ToolContext, args: TracesInput) -> TracesOutput:
-        from goodput_agent.analysis.rank_digest import (
+        from goodput_agent.analysis.slowdown.analyze import analyse
+        from goodput_agent.analysis.slowdown.rank_digest import (
             TraceDigest,
             analyse_digests,
             digest_traces,
         )
-        from goodput_agent.analysis.slowdown import analyse
         from goodput_agent.parsing.trace_load import load_traces
 
         if ctx.bundle is None:

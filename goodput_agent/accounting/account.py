@@ -71,8 +71,8 @@ def job_key(platform: str, bundle: Bundle) -> str:
 
 def _input_stall_shares(bundle: Bundle) -> list[tuple[float | None, float, str]]:
     """(trace start epoch seconds or None, idle-input share of its steps, trace path)."""
-    from goodput_agent.analysis.trace_select import load_one
-    from goodput_agent.analysis.trace_steps import rank_breakdown
+    from goodput_agent.analysis.slowdown.trace_select import load_one
+    from goodput_agent.analysis.slowdown.trace_steps import rank_breakdown
 
     out = []
     for f in bundle.inventory.of_format("kineto_trace"):

@@ -73,7 +73,7 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
               pyspy: str, min_stall_s: float, timeout_s: float, ledger_path: Path | None,
               as_json: bool) -> None:
     """Is this running job stalled (and who hangs), or is one of its nodes slow?"""
-    from goodput_agent.analysis.live_stall import StallSettings
+    from goodput_agent.analysis.live.stall import StallSettings
     from goodput_agent.detect.check import CheckOptions
     from goodput_agent.detect.slurm_job import DumpSettings
     from goodput_agent.ledger import open_ledger

@@ -51,7 +51,7 @@ class CaseRow(BaseModel):
 
 
 def _same_node(a: str | None, b: str | None) -> bool | None:
-    from goodput_agent.analysis.observations import short_name
+    from goodput_agent.analysis.failure.observations import short_name
 
     if b is None:
         return None

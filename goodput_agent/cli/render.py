@@ -16,7 +16,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, Breakdown
+from goodput_agent.analysis.slowdown.model import PART_LABELS, PARTS, Breakdown
 from goodput_agent.cli.render_parts import (
     alternatives_table,
     cut_excerpt,

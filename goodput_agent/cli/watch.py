@@ -95,7 +95,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
     kubectl = flags.pop("kubectl")
     live_options = None
     if live:
-        from goodput_agent.analysis.live_stall import StallSettings
+        from goodput_agent.analysis.live.stall import StallSettings
         from goodput_agent.detect.check import CheckOptions
         from goodput_agent.detect.slurm_job import DumpSettings
 

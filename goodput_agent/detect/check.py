@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
 from goodput_agent.detect.assess import Finding, assess
 from goodput_agent.detect.record import Read, evidence, record
 from goodput_agent.detect.slurm_job import DumpSettings, SlurmLook, look

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
 from goodput_agent.detect.assess import Observation, stall_of
 from goodput_agent.detect.progress import ProgressLog, read_progress
 from goodput_agent.detect.slurm_job import DumpSettings

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
 from goodput_agent.detect.assess import Observation, stall_of
 from goodput_agent.detect.progress import ProgressCache, ProgressLog, read_progress
 from goodput_agent.errors import BadInput

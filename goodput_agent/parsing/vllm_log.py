@@ -14,7 +14,7 @@ Lines carry vLLM's logger prefix `INFO 03-17 15:38:10 [loggers.py:259]` (no year
 year is assumed, as for syslog) and often a process prefix (`(APIServer pid=11574)`).
 
 Events are context (the engine's state, never a failure); the latency question weighs them
-(analysis/engine_log.py) when the bundle has no latency histograms.
+(analysis/latency/engine_log.py) when the bundle has no latency histograms.
 """
 
 from __future__ import annotations

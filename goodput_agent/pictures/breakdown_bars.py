@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.analysis.slowdown_model import (
+from goodput_agent.analysis.slowdown.model import (
     PART_LABELS,
     PARTS,
     Breakdown,

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.slowdown_model import Breakdown
+from goodput_agent.analysis.slowdown.model import Breakdown
 from goodput_agent.events import Event
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 

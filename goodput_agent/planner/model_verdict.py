@@ -13,8 +13,8 @@ import json
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from goodput_agent.analysis.failure_model import FailureVerdict
-from goodput_agent.analysis.observations import short_name
+from goodput_agent.analysis.failure.model import FailureVerdict
+from goodput_agent.analysis.failure.observations import short_name
 from goodput_agent.events import Event, Role
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_rows
@@ -102,7 +102,7 @@ def _adopted(f: FinishInput, v: FailureVerdict, support: list[Event], claim_id: 
                            confidence=min(v.confidence, 0.5), node=v.node, rank=v.rank,
                            why_not=f"the model's claim {claim_id} cited an earlier "
                                    f"{f.category} event: {support[0].summary[:160]}")
-    from goodput_agent.analysis.failure_model import Alternative as Found
+    from goodput_agent.analysis.failure.model import Alternative as Found
 
     return v.model_copy(update={
         "category": f.category, "node": f.node or v.node,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.analysis.failure.observations import Activity, Observations
 from goodput_agent.bundle import Inventory
 from goodput_agent.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
