@@ -197,7 +197,7 @@ def measure(cmd: list[str]) -> tuple[float, float, float, float, str]:
 
 def goodput_side(paths: list[Path]) -> None:
     from goodput_agent.analysis.slowdown.hta_metrics import hta_job_metrics
-    from goodput_agent.parsing.trace_load import load_traces
+    from goodput_agent.parsing.kineto.load import load_traces
 
     t = time.perf_counter()
     traces = load_traces([(p, p.name, None) for p in paths])  # on every core, as HTA does

@@ -177,8 +177,8 @@ def naive_slowdown_blame(case_dir: Path) -> tuple[str, str | None, int | None]:
     the single longest span is: a DataLoader wait (input_stall), an NCCL kernel
     (communication) or a compute kernel (gpu_throttling: "that GPU is slow")."""
     from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import is_dataloader_span, load_trace
-    from goodput_agent.parsing.trace_model import COMM, COMPUTE
+    from goodput_agent.parsing.kineto.load import is_dataloader_span, load_trace
+    from goodput_agent.parsing.kineto.model import COMM, COMPUTE
     from goodput_agent.tools.profiler_traces import run_of
 
     slowest: tuple[float, str, str | None, int | None] | None = None  # step, host, rank

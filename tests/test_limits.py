@@ -122,7 +122,7 @@ def test_a_trace_past_its_limit_is_unread_with_the_reason(tmp_path: Path,
     os.environ["GOODPUT_MAX_TRACE_BYTES"] = "64K"
     try:
         with open_bundle(bundle) as b:
-            from goodput_agent.parsing.trace_load import TraceProblem, load_trace
+            from goodput_agent.parsing.kineto.load import TraceProblem, load_trace
 
             f = next(x for x in b.inventory.files if x.format == "kineto_trace")
             with pytest.raises(TraceProblem, match="larger than the 64.0 KiB a trace may"):

@@ -12,8 +12,8 @@ from goodput_agent.analysis.slowdown.trace_runs import (  # noqa: F401 - run_of,
     split_runs,
 )
 from goodput_agent.parsing.base import ParseError
+from goodput_agent.parsing.kineto.model import Trace, TraceMeta
 from goodput_agent.parsing.openmetrics import Series
-from goodput_agent.parsing.trace_model import Trace, TraceMeta
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
 # what throttling is judged from, when the bundle has DCGM metrics
@@ -64,7 +64,7 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
             analyse_digests,
             digest_traces,
         )
-        from goodput_agent.parsing.trace_load import load_traces
+        from goodput_agent.parsing.kineto.load import load_traces
 
         if ctx.bundle is None:
             raise ToolUnavailable("no incident bundle is open")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     )
     from goodput_agent.analysis.slowdown.rank_digest import TraceDigest
     from goodput_agent.parallel import Runner
-    from goodput_agent.parsing.trace_model import Trace
+    from goodput_agent.parsing.kineto.model import Trace
 
 EXIT_NO_VERDICT = 3
 _top = click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000),
@@ -47,7 +47,7 @@ def load_run(path: Path) -> list[Trace]:
     bundle), named by their path under `path`'s own name."""
     if not path.is_dir():
         return [load_one(path)]
-    from goodput_agent.parsing.trace_load import load_traces
+    from goodput_agent.parsing.kineto.load import load_traces
 
     found = _trace_jobs(path)
     return _kept(path, load_traces(found))

@@ -23,7 +23,7 @@ from goodput_agent.analysis.slowdown.trace_steps import (
     is_sync,
     step_parts,
 )
-from goodput_agent.parsing.trace_model import MEMSET, CpuSpan, GpuOp, Step, Trace
+from goodput_agent.parsing.kineto.model import MEMSET, CpuSpan, GpuOp, Step, Trace
 from goodput_agent.pictures import KIND_COLOURS, PART_COLOURS
 from goodput_agent.svg import Scale, Svg, axis, grid, legend
 

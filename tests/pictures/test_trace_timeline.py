@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from goodput_agent.analysis.slowdown.trace_steps import step_breakdown
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     MEMCPY,

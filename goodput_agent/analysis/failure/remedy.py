@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.parsing.xid_catalog import lookup
+from goodput_agent.parsing.kernel_log.xid_catalog import lookup
 
 from .analyze import FailureVerdict
 

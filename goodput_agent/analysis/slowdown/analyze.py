@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from goodput_agent.parsing.kineto.model import Trace
 from goodput_agent.parsing.openmetrics import Series
-from goodput_agent.parsing.trace_model import Trace
 
 from .candidates import part_candidates, straggler_candidates, throttle_candidates
 from .kernel_families import diff, per_call_ratio, pooled

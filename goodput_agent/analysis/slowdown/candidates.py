@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from goodput_agent.parsing.trace_model import COMM, MEMCPY
+from goodput_agent.parsing.kineto.model import COMM, MEMCPY
 
 from .kernel_families import pooled
 from .model import PARTS, FamilyChange, RankBreakdown, RunBreakdown

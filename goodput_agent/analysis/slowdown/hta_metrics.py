@@ -73,7 +73,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.intervals import union_columns, union_totals
-from goodput_agent.parsing.trace_model import Columns, Trace
+from goodput_agent.parsing.kineto.model import Columns, Trace
 
 HTA_VERSION = "0.5.0"
 KERNEL_WAIT_US = 30.0  # HTA's default consecutive_kernel_delay

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from goodput_agent.parsing.trace_model import GpuOp
+from goodput_agent.parsing.kineto.model import GpuOp
 
 from .model import FamilyChange, KernelFamily
 

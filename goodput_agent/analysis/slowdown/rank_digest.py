@@ -26,8 +26,8 @@ from pathlib import Path
 from goodput_agent.analysis.intervals import Intervals, clip, intersect, subtract, total, union
 from goodput_agent.parallel import Runner
 from goodput_agent.parsing.base import ParseError
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, CpuSpan, GpuOp, Step, TraceMeta
 from goodput_agent.parsing.openmetrics import Series
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, CpuSpan, GpuOp, Step, TraceMeta
 
 from .kernel_families import family_of
 from .model import PARTS, Breakdown, RankBreakdown, SlowdownVerdict
@@ -104,7 +104,7 @@ def _step_digest(tl: RankTimeline, step: Step, families: dict[str, int],
 def digest_trace(path: str, rel_path: str | None = None,
                  node_hint: str | None = None) -> TraceDigest | str:
     """The rank's digest, or the one-line reason its trace cannot be loaded."""
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.kineto.load import load_trace
 
     try:
         trace = load_trace(Path(path), rel_path, node_hint)
@@ -233,7 +233,7 @@ def digest_traces(runner: Runner, jobs: list[tuple[Path, str, str | None]],
                   here_only: bool = False) -> list[TraceDigest | str]:
     """`digest_trace` of each (path, name, node hint) through `runner`, in job order; each
     task goes to the host its folder or its profiler file name names, when the cluster has it."""
-    from goodput_agent.parsing.trace_meta import host_from_filename
+    from goodput_agent.parsing.kineto.meta import host_from_filename
 
     sizes = [p.stat().st_size if p.is_file() else 0 for p, _, _ in jobs]
     return runner.map_files(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from goodput_agent.events import Event, EventKind, Locator, Role
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, Trace
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, Trace
 
 from .model import PARTS, RankBreakdown, RunBreakdown, StepBreakdown
 from .throttle import ThrottleFinding

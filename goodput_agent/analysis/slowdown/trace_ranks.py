@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.intervals import Intervals, clip, subtract, total, union
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, GpuOp, Step, Trace
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, GpuOp, Step, Trace
 
 from .kernel_families import family_of
 from .trace_steps import RankTimeline

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from zoneinfo import ZoneInfo
 
 from goodput_agent.incident import IncidentSpec, Window
-from goodput_agent.parsing.trace_model import Trace
+from goodput_agent.parsing.kineto.model import Trace
 
 BASELINE_FOLDERS = frozenset({"baseline", "base", "good", "control", "before"})
 # the ranks of one run start their profilers within seconds; two runs of a job, hours apart

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from goodput_agent.errors import BadInput
-from goodput_agent.parsing.trace_model import Step, Trace
+from goodput_agent.parsing.kineto.model import Step, Trace
 
 from .model import StepBreakdown
 
@@ -15,7 +15,7 @@ from .model import StepBreakdown
 def load_one(path: Path, rel_path: str | None = None, node_hint: str | None = None) -> Trace:
     """One trace file; BadInput (one line naming it) when it cannot be loaded."""
     from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.kineto.load import load_trace
 
     name = rel_path or str(path)
     if not path.exists():

@@ -46,7 +46,7 @@ from goodput_agent.analysis.intervals import (
     total,
     union,
 )
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, CpuSpan, GpuOp, Step, Trace
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, CpuSpan, GpuOp, Step, Trace
 
 from .kernel_families import families, family_of
 from .model import PARTS, RankBreakdown, StepBreakdown

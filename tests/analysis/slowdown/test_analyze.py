@@ -5,7 +5,7 @@ import pytest
 
 from goodput_agent.analysis.slowdown.analyze import analyse
 from goodput_agent.analysis.slowdown.model import PARTS
-from goodput_agent.parsing.trace_model import Trace, TraceMeta
+from goodput_agent.parsing.kineto.model import Trace, TraceMeta
 from tests.analysis.slowdown.trace_builders import RunPlan, dcgm_series, ddp_run
 
 T0 = 1_700_000_000.0
@@ -166,7 +166,7 @@ def test_one_rank_says_waits_cannot_be_measured():
 
 def _generated(tmp_path, **kw):
     from goodput_agent.evals import slowdown_generator as gen
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.kineto.load import load_trace
 
     spec = gen.CaseSpec(case_id="x", seed=3, ranks=4, per_node=2, steps=4, **kw)
     gen.render_case(spec, tmp_path)

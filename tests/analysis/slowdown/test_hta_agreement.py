@@ -124,7 +124,7 @@ def hta() -> Path:
 
 
 def _load(path: Path):
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.kineto.load import load_trace
 
     return load_trace(path, rel_path=path.name)
 

@@ -11,7 +11,7 @@ from goodput_agent.analysis.slowdown.hta_metrics import (
     hta_kernel_type,
     hta_metrics,
 )
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     MEMCPY,

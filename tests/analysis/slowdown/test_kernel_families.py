@@ -7,7 +7,7 @@ from goodput_agent.analysis.slowdown.kernel_families import (
     per_call_ratio,
     pooled,
 )
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, GpuOp
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, GpuOp
 
 
 @pytest.mark.parametrize(("name", "family"), [

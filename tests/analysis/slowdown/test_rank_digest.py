@@ -10,7 +10,7 @@ import pytest
 from goodput_agent.analysis.slowdown.rank_digest import TraceDigest, digest_trace
 from goodput_agent.bundle import open_bundle
 from goodput_agent.parallel import LocalRunner
-from goodput_agent.parsing.trace_load import load_trace
+from goodput_agent.parsing.kineto.load import load_trace
 from goodput_agent.toolkit import ToolContext, registry
 
 CASES = Path(__file__).resolve().parents[3] / "evals" / "slowdown_cases"

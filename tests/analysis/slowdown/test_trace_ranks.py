@@ -2,7 +2,7 @@ import pytest
 
 from goodput_agent.analysis.slowdown.trace_ranks import MIN_OTHERS_WAIT_SHARE, collective_waits
 from goodput_agent.analysis.slowdown.trace_steps import rank_breakdown
-from goodput_agent.parsing.trace_model import Step
+from goodput_agent.parsing.kineto.model import Step
 from tests.analysis.slowdown.trace_builders import ELEMENTWISE, RunPlan, TraceBuilder, ddp_run
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 from goodput_agent.analysis.slowdown.trace_runs import split_runs
 from goodput_agent.incident import IncidentSpec
-from goodput_agent.parsing.trace_model import Trace, TraceMeta
+from goodput_agent.parsing.kineto.model import Trace, TraceMeta
 
 JUL16 = datetime(2026, 7, 16, 9, 0, tzinfo=UTC).timestamp()
 JUL18 = datetime(2026, 7, 18, 9, 0, tzinfo=UTC).timestamp()

@@ -10,7 +10,7 @@ from goodput_agent.analysis.slowdown.trace_steps import (
     step_parts,
     steps_of,
 )
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     MEMCPY,
@@ -164,7 +164,7 @@ def test_rank_breakdown_has_the_median_step_mean_parts_and_families():
 
 @pytest.mark.skipif(not HTA_TRACES.is_dir(), reason="needs ../shared/traces (real HTA traces)")
 def test_real_traces_split_exactly():
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.parsing.kineto.load import load_trace
 
     for name in ("trace_diff_control_control.json.gz", "nccl_parser_config_nccl_data.json.gz",
                  "ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",

@@ -12,8 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from goodput_agent.parsing.openmetrics import Series
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     MEMCPY,
@@ -24,6 +23,7 @@ from goodput_agent.parsing.trace_model import (
     Trace,
     TraceMeta,
 )
+from goodput_agent.parsing.openmetrics import Series
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 GEMM = "ampere_sgemm_128x64_tn"

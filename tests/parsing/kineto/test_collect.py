@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import goodput_agent.parsing.trace_load as trace_load
-from goodput_agent.parsing import trace_collect
-from goodput_agent.parsing.trace_load import load_trace
+import goodput_agent.parsing.kineto.load as trace_load
+from goodput_agent.parsing.kineto import collect as trace_collect
+from goodput_agent.parsing.kineto.load import load_trace
 
 ODD = [
     {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": "stream 7",

@@ -16,7 +16,7 @@ from goodput_agent.parsing.kernel_log import PARSER, classify, match_xid, norm_p
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.timefmt import ClockPolicy
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared").resolve()
 REALWORLD = SHARED / "realworld"
 POLICY = ClockPolicy(year=2024)
 

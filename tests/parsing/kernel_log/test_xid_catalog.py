@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.events import Role
-from goodput_agent.parsing.xid_catalog import (
+from goodput_agent.parsing.kernel_log.xid_catalog import (
     CATALOG,
     action_for_xid154,
     lookup,
     parse_xid154,
 )
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared").resolve()
 XID_CSV = SHARED / "reference" / "xid-actions.csv"
 
 # The CSV (NVSentinel's transcription of NVIDIA's catalog) spells two buckets differently from

@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 from msgspec import UNSET, UnsetType
 
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     CPU_FIELDS,
@@ -36,7 +36,7 @@ from goodput_agent.parsing.trace_model import (
     Columns,
     Step,
 )
-from goodput_agent.parsing.trace_vector import Chunk, Piece, id_column, read_piece
+from goodput_agent.parsing.kineto.vector import Chunk, Piece, id_column, read_piece
 
 _KERNEL, _MEMCPY, _MEMSET, _RUNTIME, _ANNOTATION, _CPU_OP, _OTHER_DEVICE = range(7)
 _CATS = {

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from msgspec import UNSET
 
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, MEMCPY, MEMSET
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, MEMCPY, MEMSET
 
 KERNEL, MEMCPY_CODE, MEMSET_CODE, RUNTIME, ANNOTATION, CPU_OP, OTHER_DEVICE = range(7)
 _GPU_KIND = {MEMCPY_CODE: MEMCPY, MEMSET_CODE: MEMSET}

@@ -1,7 +1,8 @@
 """One profiler (Kineto) trace in memory: only the events the slowdown analyses use, in compact
 form, on the trace's own clock (microseconds, as Kineto writes `ts` and `dur`).
 
-Parsing (parsing/trace_load.py) fills these; analyses (analysis/slowdown/trace_*.py) only read them.
+Parsing (parsing/kineto/load.py) fills these; analyses (analysis/slowdown/trace_*.py) only
+read them.
 """
 
 from __future__ import annotations

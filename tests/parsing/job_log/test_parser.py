@@ -28,7 +28,7 @@ from goodput_agent.parsing.job_log.prefixes import LinePrefix, parse_time_text, 
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.timefmt import ClockPolicy
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared").resolve()
 REALWORLD = SHARED / "realworld"
 POLICY = ClockPolicy(tz_name="UTC", year=2024)
 

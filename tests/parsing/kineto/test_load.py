@@ -5,7 +5,7 @@ import pickle
 from datetime import UTC
 from pathlib import Path
 
-import goodput_agent.parsing.trace_load as trace_load
+import goodput_agent.parsing.kineto.load as trace_load
 from goodput_agent.parsing.base import ParseError
 from tests.conftest import REPO
 

@@ -42,7 +42,13 @@ import orjson
 
 from goodput_agent.limits import human, limits
 from goodput_agent.parsing.base import ParseError
-from goodput_agent.parsing.trace_bytes import (
+from goodput_agent.parsing.kineto.collect import (
+    SYNC_OPS,
+    Collector,
+    decode_piece,
+    is_dataloader_span,
+)
+from goodput_agent.parsing.kineto.file_bytes import (
     BOUNDARY,
     PIECE_BYTES,
     Fallback,
@@ -52,14 +58,8 @@ from goodput_agent.parsing.trace_bytes import (
     split_head,
     start_problem,
 )
-from goodput_agent.parsing.trace_collect import (
-    SYNC_OPS,
-    Collector,
-    decode_piece,
-    is_dataloader_span,
-)
-from goodput_agent.parsing.trace_meta import started_at, trace_meta
-from goodput_agent.parsing.trace_model import Trace
+from goodput_agent.parsing.kineto.meta import started_at, trace_meta
+from goodput_agent.parsing.kineto.model import Trace
 
 __all__ = ["SYNC_OPS", "TraceProblem", "is_dataloader_span", "load_trace", "load_traces"]
 

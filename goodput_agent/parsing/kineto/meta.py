@@ -8,7 +8,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from goodput_agent.parsing.trace_model import TraceMeta
+from goodput_agent.parsing.kineto.model import TraceMeta
 
 # ---------------------------------------------------------------------------------------------
 # metadata

@@ -1,4 +1,4 @@
-"""PyTorch profiler (Kineto) Chrome-trace JSON: identified here; loaded by parsing/trace_load.py
+"""PyTorch profiler (Kineto) Chrome-trace JSON: identified here; loaded by parsing/kineto/load.py
 for the slowdown tools.
 
 For the failure question only the trace's identity matters (rank, world size, host), read from
@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseResult
+from goodput_agent.parsing.kineto.file_bytes import head_keys
+from goodput_agent.parsing.kineto.meta import trace_meta
 from goodput_agent.parsing.lines import read_head
-from goodput_agent.parsing.trace_bytes import head_keys
-from goodput_agent.parsing.trace_meta import trace_meta
 
 HEAD_BYTES = 4 * 1024 * 1024
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from goodput_agent.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
-from goodput_agent.parsing.k8s_describe import PARSER
+from goodput_agent.parsing.k8s.describe import PARSER
 from goodput_agent.parsing.registry import identify
 
 POD = """\

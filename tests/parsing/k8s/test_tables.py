@@ -8,7 +8,7 @@ from pathlib import Path
 from goodput_agent.bundle import scan
 from goodput_agent.events import Role
 from goodput_agent.parsing.base import ParseContext
-from goodput_agent.parsing.k8s_tables import PARSER
+from goodput_agent.parsing.k8s.tables import PARSER
 
 
 def _parse(tmp_path: Path, text: str):

@@ -23,7 +23,7 @@ from goodput_agent.parsing.slurm.records import normalize_state, parse_duration,
 from goodput_agent.parsing.slurm.sinfo import parse_node_states
 from goodput_agent.parsing.timefmt import ClockPolicy
 
-REALWORLD = (Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld").resolve()
+REALWORLD = (Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld").resolve()
 CHICAGO = ClockPolicy(tz_name="America/Chicago", year=2024)  # CDT = UTC-5
 
 # sacct -P --format=JobID,JobName,State,ExitCode,NodeList,Start,End,Elapsed,Reason

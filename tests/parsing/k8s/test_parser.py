@@ -11,7 +11,7 @@ from goodput_agent.parsing.k8s import K8S_LIST
 from goodput_agent.parsing.k8s.verdicts import classify_termination
 from goodput_agent.parsing.lines import read_head
 
-REALWORLD = (Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld").resolve()
+REALWORLD = (Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld").resolve()
 
 # kubectl get pods -o json for a PyTorchJob (training-operator labels and injected env): the
 # worker-1 container was OOM-killed once and is now in CrashLoopBackOff; worker-0 exited 1.

@@ -10,7 +10,7 @@ from goodput_agent.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
 from goodput_agent.parsing.job_log.classify import classify_cuda_error
-from goodput_agent.parsing.nccl_vocab import ASYNC_EVENT, async_event_is_fault
+from goodput_agent.parsing.job_log.nccl_vocab import ASYNC_EVENT, async_event_is_fault
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 
