@@ -16,7 +16,7 @@ from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_row
 from goodput_agent.planner.claude_client import ModelCallFailed
-from goodput_agent.planner.claude_evidence import read_page
+from goodput_agent.planner.model_evidence import read_page
 from goodput_agent.untrusted import line, markup, visible
 
 HELP = "/ledger  /evidence N  /actions  /quit"

@@ -60,7 +60,7 @@ def _same_node(a: str | None, b: str | None) -> bool | None:
 
 def _result(report: Any, expected: dict[str, Any], seconds: float,  # noqa: ANN401
             stats: Any, ledger: Any) -> PlannerResult:  # noqa: ANN401
-    from goodput_agent.planner.claude_store import usage_totals
+    from goodput_agent.planner.model_store import usage_totals
 
     rc, inv = report.root_cause, report.investigation_id or ""
     use = usage_totals(ledger, inv) or {}

@@ -217,7 +217,7 @@ def render_record(rec: InvestigationRecord, console: Console,
                   usage: dict | None = None) -> None:
     inv = rec.investigation
     llm = ""
-    if usage:  # the LLM planner's calls (planner/claude_store.usage_totals)
+    if usage:  # the LLM planner's calls (planner/model_store.usage_totals)
         cost = usage.get("cost_usd")
         llm = (f"\nmodel {usage['model']} · {usage['calls']} calls · tokens in "
                f"{usage['input_tokens'] or 0} (cache write {usage['cache_write'] or 0}, read "

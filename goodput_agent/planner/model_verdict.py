@@ -19,9 +19,9 @@ from goodput_agent.events import Event, Role
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_rows
 from goodput_agent.planner.base import ClaimDraft, Conclusion, ToolCall
-from goodput_agent.planner.claude_report import model_report
-from goodput_agent.planner.claude_tools import FinishInput
 from goodput_agent.planner.loop import execute, record_conclusion
+from goodput_agent.planner.model_report import model_report
+from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.planner.offline import failure_conclusion
 from goodput_agent.planner.proposals import JobRefs
 from goodput_agent.planner.unknowns import with_missing_evidence
@@ -30,7 +30,7 @@ from goodput_agent.tools.failure_verdict import FailureVerdictOutput
 
 if TYPE_CHECKING:
     from goodput_agent.pictures.report_pictures import PictureHook
-    from goodput_agent.planner.claude import Agent
+    from goodput_agent.planner.model_agent import Agent
 
 ADOPTED_CAP = 0.5  # a verdict the analysis did not reach itself promises no more than this
 

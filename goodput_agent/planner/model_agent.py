@@ -26,9 +26,10 @@ from goodput_agent.planner.claude_client import (
     Turn,
 )
 from goodput_agent.planner.claude_config import ClaudeSettings
-from goodput_agent.planner.claude_evidence import present, read_page, wrap
-from goodput_agent.planner.claude_store import record_llm_call
-from goodput_agent.planner.claude_tools import (
+from goodput_agent.planner.loop import execute
+from goodput_agent.planner.model_evidence import present, read_page, wrap
+from goodput_agent.planner.model_store import record_llm_call
+from goodput_agent.planner.model_tools import (
     PLANNER_TOOLS,
     FinishInput,
     ProposeActionInput,
@@ -36,7 +37,6 @@ from goodput_agent.planner.claude_tools import (
     RecordClaimInput,
     tool_definitions,
 )
-from goodput_agent.planner.loop import execute
 from goodput_agent.planner.proposals import JobRefs, checked
 from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import CATEGORIES

@@ -9,7 +9,7 @@ from pathlib import Path
 from goodput_agent.events import Event, EventKind, Locator, Role
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import StepResult, ToolCall
-from goodput_agent.planner.claude_evidence import present, read_page, wrap
+from goodput_agent.planner.model_evidence import present, read_page, wrap
 from goodput_agent.toolkit import EventsOutput
 from tests.planner.claude_fixtures import happy_script, run_claude
 from tests.servers.messages_api import FixtureReply, last_tool_results, tool_use

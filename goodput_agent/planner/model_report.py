@@ -5,20 +5,29 @@ why it stopped."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import actions_of
+from goodput_agent.ledger.chat import claims_of
 from goodput_agent.ledger.records import evidence_rows
 from goodput_agent.pictures.report_pictures import PictureHook
-from goodput_agent.planner.claude_tools import FinishInput
 from goodput_agent.planner.loop import store_report
+from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.redact import redact_data
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, Retry, RootCause
+from goodput_agent.toolkit import ToolContext
 
-if TYPE_CHECKING:
-    from goodput_agent.planner.claude import Agent
+
+class PlannedRun(Protocol):
+    """What the report reads of the model's run (model_agent.Agent is one): naming the Agent
+    itself would make model_agent <-> model_report an import cycle."""
+
+    ledger: Ledger
+    inv_id: str
+    ctx: ToolContext
+    kind: str
 
 
 def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[EvidenceItem]:
@@ -29,10 +38,10 @@ def _evidence_items(ledger: Ledger, inv_id: str, ids: list[int]) -> list[Evidenc
             for r in evidence_rows(ledger, inv_id, ids)]
 
 
-def model_report(agent: Agent, f: FinishInput | None, why_unknown: str | None, question: str,
+def model_report(agent: PlannedRun, f: FinishInput | None, why_unknown: str | None, question: str,
             unread: dict[str, str], pictures: PictureHook | None = None) -> Report:
     ledger, inv_id = agent.ledger, agent.inv_id
-    claims = agent._claims()
+    claims = claims_of(ledger, inv_id)
     actions = [ProposedAction(id=a.id, tool=a.tool, args=a.args, mutating=a.mutating,
                               rationale=a.rationale or "")
                for a in actions_of(ledger, inv_id)]
