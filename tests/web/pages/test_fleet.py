@@ -14,7 +14,7 @@ from goodput_agent.accounting.fleet import fleet_report
 from goodput_agent.accounting.fleet_drain import propose_drains
 from goodput_agent.ledger import Ledger
 from goodput_agent.web.app import ServeConfig, create_app
-from goodput_agent.web.fleet_page import SACCT_ENV
+from goodput_agent.web.pages.fleet import SACCT_ENV
 from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
 from tests.web.conftest import BASE
 
