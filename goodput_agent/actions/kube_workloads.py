@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from goodput_agent.approval.kube import STRATEGIC, api_result, apps, call_text, diff, plain
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.kube import STRATEGIC, api_result, apps, call_text, diff, plain
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ToolContext
 
 Kind = Literal["Deployment", "StatefulSet"]

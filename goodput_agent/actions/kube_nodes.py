@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.kube import STRATEGIC, K8sName, api_result, call_text, core, diff
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.kube import STRATEGIC, K8sName, api_result, call_text, core, diff
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from goodput_agent.approval.kube import api_result, call_text, core, plain
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.kube import api_result, call_text, core, plain
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ToolContext
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, TypeVar
 
 from pydantic import AfterValidator, BaseModel, StringConstraints
 
-from goodput_agent.approval.runner import ActionOutput, command_line, run_all, slurm
+from goodput_agent.actions.runner import ActionOutput, command_line, run_all, slurm
 from goodput_agent.parsing.nodelist import expand_exactly
 from goodput_agent.toolkit import MutatingTool, ToolContext, ToolPreview
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import StringConstraints
 
-from goodput_agent.approval.runner import ActionOutput
-from goodput_agent.approval.textdiff import unified
+from goodput_agent.actions.runner import ActionOutput
+from goodput_agent.actions.textdiff import unified
 from goodput_agent.toolkit import ToolContext, ToolUnavailable
 
 # RFC 1123 names (nodes, pods, namespaces, workloads)
