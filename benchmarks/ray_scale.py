@@ -50,7 +50,7 @@ def side_local(folder: Path) -> dict:
 def side_ray(folder: Path, address: str) -> dict:
     from goodput_agent.analysis.slowdown.rank_digest import analyse_digests
     from goodput_agent.cli.trace import load_runs
-    from goodput_agent.ray_exec import RayRunner
+    from goodput_agent.core.ray_exec import RayRunner
 
     t0 = time.perf_counter()
     runner = RayRunner(address, progress=False)
@@ -74,8 +74,8 @@ def side_one(trace: Path) -> dict:
 
 
 def side_noop(address: str) -> dict:
-    from goodput_agent.parallel import biggest_first
-    from goodput_agent.ray_exec import RayRunner
+    from goodput_agent.core.parallel import biggest_first
+    from goodput_agent.core.ray_exec import RayRunner
 
     runner = RayRunner(address, progress=False)
     runner.map_files(biggest_first, [(0, None)] * 8)  # workers started

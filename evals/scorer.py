@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from goodput_agent.analysis.failure.observations import short_name
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import markup
 from goodput_agent.evals.calibration import (
     Calibration,
     ReliabilityBin,
@@ -24,7 +25,6 @@ from goodput_agent.evals.calibration import (
     calibrate,
     render_calibration,
 )
-from goodput_agent.untrusted import markup
 
 ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")

@@ -32,7 +32,7 @@ from goodput_agent.accounting.model import Attempt, FailureCause, JobAccount
 from goodput_agent.accounting.progress import Progress, interval_saves, read_progress
 from goodput_agent.accounting.segments import cut_run, split_input_stall
 from goodput_agent.bundle import Bundle, open_bundle
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 
 

@@ -9,7 +9,7 @@ import click
 
 from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.cli.planner_options import model_settings, planner_options
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 @click.command()

@@ -16,7 +16,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 class PlannerResult(BaseModel):
@@ -129,7 +129,7 @@ def _render(rows: list[CaseRow], acc: dict[str, float], lowered: list[str], mode
     from rich.table import Table
 
     from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.untrusted import markup
+    from goodput_agent.core.untrusted import markup
 
     t = Table(title=f"offline vs {planner} ({markup(model)}): accuracy {acc['offline']:.0%} vs "
                     f"{acc['model']:.0%}; cases the model lowered: {len(lowered)}")

@@ -20,9 +20,9 @@ from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.planner_options import model_settings, planner_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.term import SETTINGS, add_output_options, emit, wants_document
-from goodput_agent.errors import BadInput
-from goodput_agent.logs import configure
-from goodput_agent.untrusted import json_dumps, json_text, line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.logs import configure
+from goodput_agent.core.untrusted import json_dumps, json_text, line
 
 EXIT_BAD_INPUT = 2
 
@@ -142,9 +142,9 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
                   since_text: str | None, tz_name: str | None, timeout_s: float,
                   ledger_path: Path | None, as_json: bool, pictures_dir: Path | None = None
                   ) -> None:
+    from goodput_agent.core.timespec import looking_back, parse_window
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.timespec import looking_back, parse_window
 
     b = parse_window(baseline, tz_name=tz_name) if baseline else None
     i = parse_window(incident, tz_name=tz_name) if incident else None

@@ -25,9 +25,9 @@ from goodput_agent.cli.render_parts import (
     timeline_table,
 )
 from goodput_agent.cli.term import SETTINGS, WIDE_COLUMNS
+from goodput_agent.core.untrusted import markup, rich_text, safe_segments, visible
 from goodput_agent.ledger import CHAT, INTERRUPTED, InvestigationRecord
 from goodput_agent.report import EvidenceItem, Report
-from goodput_agent.untrusted import markup, rich_text, safe_segments, visible
 
 
 class TerminalConsole(Console):

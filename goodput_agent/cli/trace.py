@@ -16,8 +16,8 @@ import click
 from goodput_agent.analysis.slowdown.trace_select import load_one, pick_step
 from goodput_agent.cli.options import json_option
 from goodput_agent.cli.ray_option import ray_option, ray_runner
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, json_text, line, markup
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps, json_text, line, markup
 
 if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
         SlowdownVerdict,
     )
     from goodput_agent.analysis.slowdown.rank_digest import TraceDigest
-    from goodput_agent.parallel import Runner
+    from goodput_agent.core.parallel import Runner
     from goodput_agent.parsing.kineto.model import Trace
 
 EXIT_NO_VERDICT = 3

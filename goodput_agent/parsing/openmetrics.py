@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Clock, Event, EventKind, Locator
+from goodput_agent.core.events import Clock, Event, EventKind, Locator
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.kernel_log import norm_pci

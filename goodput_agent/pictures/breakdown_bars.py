@@ -12,8 +12,8 @@ from goodput_agent.analysis.slowdown.model import (
     RankBreakdown,
     RunBreakdown,
 )
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend, nice_ticks
 from goodput_agent.pictures import PART_COLOURS
-from goodput_agent.svg import Scale, Svg, axis, grid, legend, nice_ticks
 
 WIDTH = 1000.0
 LABEL_W = 230.0

@@ -23,9 +23,9 @@ from goodput_agent.analysis.slowdown.trace_steps import (
     is_sync,
     step_parts,
 )
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend
 from goodput_agent.parsing.kineto.model import MEMSET, CpuSpan, GpuOp, Step, Trace
 from goodput_agent.pictures import KIND_COLOURS, PART_COLOURS
-from goodput_agent.svg import Scale, Svg, axis, grid, legend
 
 WIDTH = 1200.0
 LABEL_W = 200.0

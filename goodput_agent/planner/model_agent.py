@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from goodput_agent.core.redact import redact, redact_data
 from goodput_agent.ledger import Ledger, digest
 from goodput_agent.ledger.chat import claims_of
 from goodput_agent.ledger.records import count
@@ -38,7 +39,6 @@ from goodput_agent.planner.model_tools import (
     tool_definitions,
 )
 from goodput_agent.planner.proposals import JobRefs, checked
-from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import CATEGORIES
 from goodput_agent.toolkit import ToolContext, registry
 

@@ -10,12 +10,12 @@ from collections import Counter
 
 from pydantic import BaseModel
 
-from goodput_agent.events import Event, Role
+from goodput_agent.core.events import Event, Role
+from goodput_agent.core.redact import redact
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.records import evidence_row
 from goodput_agent.planner.base import StepResult
 from goodput_agent.planner.model_store import record_tool_output, tool_output_lines
-from goodput_agent.redact import redact
 from goodput_agent.toolkit import EventsOutput
 
 EXCERPT_CHARS = 600

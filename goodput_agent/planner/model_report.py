@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
+from goodput_agent.core.redact import redact_data
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.chat import claims_of
@@ -15,7 +16,6 @@ from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.loop import store_report
 from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.planner.unknowns import with_missing_evidence
-from goodput_agent.redact import redact_data
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, Retry, RootCause
 from goodput_agent.toolkit import ToolContext
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from goodput_agent.analysis.failure.model import FailureVerdict
 from goodput_agent.analysis.failure.observations import short_name
-from goodput_agent.events import Event, Role
+from goodput_agent.core.events import Event, Role
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_rows
 from goodput_agent.planner.base import ClaimDraft, Conclusion, ToolCall

@@ -12,7 +12,7 @@ from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
 from goodput_agent.analysis.slowdown.remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import Event, Role
+from goodput_agent.core.events import Event, Role
 from goodput_agent.parsing.registry import (
     JOB_LOG_FORMATS,
     METRICS_FORMATS,

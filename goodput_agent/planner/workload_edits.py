@@ -25,7 +25,7 @@ from goodput_agent.analysis.failure.analyze import FailureVerdict
 from goodput_agent.analysis.failure.remedy import Proposal
 from goodput_agent.analysis.latency.model import ConfigChange, LatencyResult
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import EventKind
+from goodput_agent.core.events import EventKind
 from goodput_agent.planner.base import ProposalDraft
 from goodput_agent.tools.k8s_patch_workload import new_args
 

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.parsing.timefmt import ClockPolicy
 from goodput_agent.sources.errors import SourceError

@@ -25,7 +25,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.web import security
 from goodput_agent.web.config import ServeConfig
 from goodput_agent.web.pages import actions as routes_actions

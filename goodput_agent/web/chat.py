@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.records import investigation_row
 from goodput_agent.web.excerpt import bundle_root

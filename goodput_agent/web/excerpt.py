@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from goodput_agent.core.redact import redact
 from goodput_agent.parsing.lines import iter_lines
-from goodput_agent.redact import redact
 
 CONTEXT_LINES = 8
 _FILE_LINES = re.compile(r"^(?P<path>[^\[\]]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")

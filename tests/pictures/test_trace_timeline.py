@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from goodput_agent.analysis.slowdown.trace_steps import step_breakdown
+from goodput_agent.core.svg import Scale
 from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
@@ -22,7 +23,6 @@ from goodput_agent.pictures.trace_timeline import (
     draw_step_timeline,
     merge_spans,
 )
-from goodput_agent.svg import Scale
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = '</svg><script>alert("x")</script>'

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import StepResult, ToolCall
 from goodput_agent.planner.model_evidence import present, read_page, wrap

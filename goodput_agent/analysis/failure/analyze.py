@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goodput_agent.events import Clock, Event, EventKind, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Role
 
 from .attribution import culprit_rank, date_by_exit, locate_link_fault
 from .causal import Cascade, causal_doubts, find_cascade, set_aside_pre_existing, stall_starts

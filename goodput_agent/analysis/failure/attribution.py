@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from goodput_agent.events import Clock, Event, EventKind, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Role
 
 from .model import Candidate
 from .observations import NodeNames, Observations

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
-from goodput_agent.events import Clock, Event, EventKind, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Role
 
 from .model import SCHEDULER_KINDS, Alternative, Candidate
 from .notes import fmt_time

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event, EventKind
+from goodput_agent.core.events import Event, EventKind
 
 
 class RankProgress(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from goodput_agent.events import Event, EventKind, Role
+from goodput_agent.core.events import Event, EventKind, Role
 
 from .hang import HangFinding, find_stuck_rank, silent_ranks_own_errors, span
 from .model import BASE_CONFIDENCE, SYMPTOM_KINDS, Alternative, FailureVerdict

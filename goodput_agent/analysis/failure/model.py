@@ -7,10 +7,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event, EventKind
-from goodput_agent.failure_classes import FAILURE_CLASSES, names_where
+from goodput_agent.core.events import Event, EventKind
+from goodput_agent.core.failure_classes import FAILURE_CLASSES, names_where
 
-# the classes that compete as a first failure, their weights (goodput_agent.failure_classes)
+# the classes that compete as a first failure, their weights (goodput_agent.core.failure_classes)
 FAILURE_CATEGORIES = tuple(c.name for c in FAILURE_CLASSES if c.strength is not None)
 STRENGTH = {c.name: c.strength for c in FAILURE_CLASSES if c.strength is not None}
 BASE_CONFIDENCE = {c.name: c.base_confidence for c in FAILURE_CLASSES}

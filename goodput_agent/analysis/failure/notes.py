@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from goodput_agent.events import Clock, Event, EventKind, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Role
 
 from .model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict, weight
 from .observations import BUNDLE_FACTS, Observations, unread_share

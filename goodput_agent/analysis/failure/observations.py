@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event
-from goodput_agent.incident import IncidentSpec
+from goodput_agent.core.events import Event
+from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 # the facts entry (not a file) where the job-log tool says how much of the bundle was read

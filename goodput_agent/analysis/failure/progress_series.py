@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from goodput_agent.events import Event, EventKind
+from goodput_agent.core.events import Event, EventKind
 
 from .observations import Observations
 

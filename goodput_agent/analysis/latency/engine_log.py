@@ -25,7 +25,7 @@ from statistics import fmean
 from pydantic import BaseModel
 
 from goodput_agent.analysis.advice import Advice, Premise
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MissingEvidence
 
 from .model import LatencyResult, LatencyVerdict

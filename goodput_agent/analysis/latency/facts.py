@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.metrics.source import Selector, TimeWindow
 
 from .measure import Ask

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.metrics.source import (
     MetricsSource,
     MetricsUnavailable,

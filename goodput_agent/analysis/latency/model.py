@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MissingEvidence, Point, TimeWindow
 
 NOT_ADDITIVE = ("Queue, prefill and decode are not additive parts of a percentile: the p90 of "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 
 # the parts of a step, in drawing order; they sum to the step time
 PARTS = ("compute_us", "comm_transfer_us", "comm_wait_us", "memory_us", "idle_input_us",

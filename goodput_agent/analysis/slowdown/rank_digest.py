@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goodput_agent.analysis.intervals import Intervals, clip, intersect, subtract, total, union
-from goodput_agent.parallel import Runner
+from goodput_agent.core.parallel import Runner
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.kineto.model import COMM, COMPUTE, CpuSpan, GpuOp, Step, TraceMeta
 from goodput_agent.parsing.openmetrics import Series

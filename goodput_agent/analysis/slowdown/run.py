@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.parsing.kineto.model import COMM, COMPUTE, Trace
 
 from .model import PARTS, RankBreakdown, RunBreakdown, StepBreakdown

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.openmetrics import Series
 
 REASON_METRICS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from zoneinfo import ZoneInfo
 
-from goodput_agent.incident import IncidentSpec, Window
+from goodput_agent.core.incident import IncidentSpec, Window
 from goodput_agent.parsing.kineto.model import Trace
 
 BASELINE_FOLDERS = frozenset({"baseline", "base", "good", "control", "before"})

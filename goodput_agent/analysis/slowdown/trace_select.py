@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.parsing.kineto.model import Step, Trace
 
 from .model import StepBreakdown

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import goodput_agent.parsing.job_log.nccl_vocab as nccl_vocab
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.classify import classify_cuda_error
 from goodput_agent.parsing.job_log.device_errors import DeviceErrors
 from goodput_agent.parsing.job_log.state import Stream

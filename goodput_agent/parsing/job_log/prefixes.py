@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 _PREFIX_SRC = (

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.k8s.verdicts import (

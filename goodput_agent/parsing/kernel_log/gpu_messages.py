@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import goodput_agent.parsing.kernel_log.vocab as vocab
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.kernel_log.finding import Finding, int_or_none, norm_pci
 from goodput_agent.parsing.kernel_log.prefixes import (
     EXCERPT_CHARS,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 
 # One line or the last of the three wrapped lines; the PCI id is on the first line when wrapped.
 FALLEN_OFF = re.compile(r"NVRM: (?:The NVIDIA GPU (?P<pci>[0-9a-fA-F:.]{7,16})\b.{0,80}?)?"

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from goodput_agent.events import Role
+from goodput_agent.core.events import Role
 
 Origin = Literal["hardware", "driver", "application", "system", "unknown"]
 

@@ -40,7 +40,7 @@ from typing import Any
 import ijson
 import orjson
 
-from goodput_agent.limits import human, limits
+from goodput_agent.core.limits import human, limits
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.kineto.collect import (
     SYNC_OPS,

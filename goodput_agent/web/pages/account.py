@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from goodput_agent.accounting.account import AccountOptions, account_bundle
 from goodput_agent.accounting.model import JobAccount
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.account_attempts import LABELS, draw_account
 

@@ -27,9 +27,9 @@ from goodput_agent.approval.gate import (
 from goodput_agent.approval.gate_checks import now_or_utc
 from goodput_agent.approval.identity import Identity
 from goodput_agent.approval.queue import pending
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps
 from goodput_agent.ledger import Ledger
-from goodput_agent.untrusted import json_dumps
 from goodput_agent.web.people import asker
 from goodput_agent.web.site import Site
 

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.web.chat import ask as chat_ask
 from goodput_agent.web.chat import chat_settings
 from goodput_agent.web.security import SESSION_COOKIE

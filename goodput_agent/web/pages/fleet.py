@@ -19,10 +19,10 @@ from starlette.routing import Route
 
 from goodput_agent.accounting.fleet import fleet_report
 from goodput_agent.accounting.fleet_drain import DRAIN_TOOL, PLANNER
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.timespec import looking_back
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import proposals_by
-from goodput_agent.timespec import looking_back
 
 SACCT_ENV = "GOODPUT_FLEET_SACCT"
 DEFAULT_SINCE = "30d"

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.reader import LedgerBusy, read_ledger
 from goodput_agent.pictures.failure_timeline import failure_timeline_svg

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 from goodput_agent.analysis.failure.analyze import diagnose
 from goodput_agent.analysis.failure.observations import Activity, Observations
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
-from goodput_agent.incident import IncidentSpec, Window
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.incident import IncidentSpec, Window
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from goodput_agent.analysis.failure.analyze import diagnose
 from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Activity, Observations
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ import pytest
 
 from goodput_agent.analysis.failure.analyze import FailureVerdict
 from goodput_agent.analysis.failure.remedy import remedy
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 
 
 def verdict(category: str, node: str | None = "gpu-07", **detail) -> FailureVerdict:

@@ -4,7 +4,7 @@ verdict without measured latency never claims more than 0.65."""
 from datetime import UTC, datetime
 
 from goodput_agent.analysis.latency.engine_log import MAX_CONFIDENCE, analyse_engine_log
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 
 
 def _stats(i: int, running: int, waiting: int, kv: float, prompt: float = 500.0,

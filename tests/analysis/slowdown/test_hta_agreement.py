@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from goodput_agent.analysis.slowdown.hta_metrics import HtaMetrics, hta_metrics
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.parsing.base import ParseError
 from tests.conftest import SHARED
 from tests.reference.hta_env import HtaUnavailable, hta_python, run_hta_per_file

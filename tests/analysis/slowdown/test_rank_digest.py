@@ -9,7 +9,7 @@ import pytest
 
 from goodput_agent.analysis.slowdown.rank_digest import TraceDigest, digest_trace
 from goodput_agent.bundle import open_bundle
-from goodput_agent.parallel import LocalRunner
+from goodput_agent.core.parallel import LocalRunner
 from goodput_agent.parsing.kineto.load import load_trace
 from goodput_agent.toolkit import ToolContext, registry
 

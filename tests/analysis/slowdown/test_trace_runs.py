@@ -4,7 +4,7 @@ times of run folders far apart (the older the baseline, said as an assumption)."
 from datetime import UTC, datetime
 
 from goodput_agent.analysis.slowdown.trace_runs import split_runs
-from goodput_agent.incident import IncidentSpec
+from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.parsing.kineto.model import Trace, TraceMeta
 
 JUL16 = datetime(2026, 7, 16, 9, 0, tzinfo=UTC).timestamp()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Role
+from goodput_agent.core.events import Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.job_log import PARSER, rank_from_filename
 from goodput_agent.parsing.job_log.classify import (

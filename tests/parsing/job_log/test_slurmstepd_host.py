@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
 from goodput_agent.parsing.registry import identify

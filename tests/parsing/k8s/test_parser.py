@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.json_positions import JsonPositions
 from goodput_agent.parsing.k8s import K8S_LIST

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from goodput_agent.bundle import scan
-from goodput_agent.events import Role
+from goodput_agent.core.events import Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.k8s.tables import PARSER
 

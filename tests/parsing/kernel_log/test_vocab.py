@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.kernel_log import PARSER, classify
 from goodput_agent.parsing.lines import read_head

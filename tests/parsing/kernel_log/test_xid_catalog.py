@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Role
+from goodput_agent.core.events import Role
 from goodput_agent.parsing.kernel_log.xid_catalog import (
     CATALOG,
     action_for_xid154,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.lines import read_head
 from goodput_agent.parsing.slurm import (

@@ -2,7 +2,7 @@
 
 `map_files(fn, jobs)` runs `fn(*job)` for every job and returns the results in job order. The
 local runner is what the scan always did: worker processes on this machine, biggest job first.
-`goodput_agent.ray_exec.RayRunner` runs the same functions as Ray tasks on a cluster. The
+`goodput_agent.core.ray_exec.RayRunner` runs the same functions as Ray tasks on a cluster. The
 functions are module-level (importable where they run), take paths and small models, and
 return compact results: what crosses the seam is never a file's bytes.
 """

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from goodput_agent.svg import Scale, Svg, axis, clean, legend, nice_ticks, strip_controls
+from goodput_agent.core.svg import Scale, Svg, axis, clean, legend, nice_ticks, strip_controls
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = '</svg><script>alert("x")</script>&amp; \x1b]0;pwned\x07\x00\x9b31m'

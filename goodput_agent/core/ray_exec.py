@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from goodput_agent.errors import BadInput
-from goodput_agent.parallel import OnDone, biggest_first
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.parallel import OnDone, biggest_first
 
 RETRIES = 3  # a task whose worker or node dies runs again, this many times at most
 INSTALL_HINT = "pip install 'goodput[ray]'"

@@ -2,8 +2,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from goodput_agent.errors import BadInput
-from goodput_agent.timespec import parse_duration, parse_window, since
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.timespec import parse_duration, parse_window, since
 
 
 def test_durations():
@@ -45,7 +45,7 @@ def test_unknown_zone():
 
 
 def test_rfc3339_api_times() -> None:
-    from goodput_agent.timespec import rfc3339
+    from goodput_agent.core.timespec import rfc3339
 
     assert rfc3339("2026-12-04T05:00:00Z") == datetime(2026, 12, 4, 5, tzinfo=UTC)
     assert rfc3339("2026-12-04T06:00:00+01:00") == datetime(2026, 12, 4, 5, tzinfo=UTC)

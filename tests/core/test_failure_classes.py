@@ -6,7 +6,7 @@ from typing import get_args
 from goodput_agent.analysis.failure.model import FailureVerdict
 from goodput_agent.analysis.failure.remedy import remedy
 from goodput_agent.approval.policy import RETRY_CATEGORIES, RetryRule
-from goodput_agent.failure_classes import FAILURE_CLASSES, NAMES, names_where
+from goodput_agent.core.failure_classes import FAILURE_CLASSES, NAMES, names_where
 from goodput_agent.report import ALL_CATEGORIES, CATEGORIES, Category
 
 

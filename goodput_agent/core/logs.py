@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from goodput_agent.untrusted import visible
+from goodput_agent.core.untrusted import visible
 
 
 def visible_values(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN401

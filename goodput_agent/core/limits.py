@@ -10,7 +10,7 @@ import re
 
 from pydantic import BaseModel
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 GiB = 1024**3
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, model_validator
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 class TimeWindow(BaseModel):

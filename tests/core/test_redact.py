@@ -1,6 +1,6 @@
 import pytest
 
-from goodput_agent.redact import MASK, redact
+from goodput_agent.core.redact import MASK, redact
 
 
 @pytest.mark.parametrize("text,secret", [
@@ -73,7 +73,7 @@ def test_a_private_key_excerpted_line_by_line_is_masked_line_by_line() -> None:
 
 
 def test_environment_entries_are_masked_by_shape_whatever_their_name() -> None:
-    from goodput_agent.redact import redact_data
+    from goodput_agent.core.redact import redact_data
 
     pod = {"env": [{"name": "SLACK_WEBHOOK_URL", "value": "https://hooks.slack.com/x/y/z"},
                    {"name": "WANDB_KEY", "value": "0123456789abcdef0123456789abcdef01234567"},

@@ -22,7 +22,7 @@ from tests.cli.test_trace import write_rank
 from tests.servers.ray_cluster import RayCluster, slow_once
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'goodput[ray]')")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # two failures (a cause, a hang) and a slowdown with DCGM metrics beside its traces
 BUNDLES = ["cases/c01-gpu-hardware-xid79", "cases/c07-hang-dataloader-stall",
            "slowdown_cases/s05-gpu-throttling"]
@@ -31,7 +31,7 @@ VOLATILE = {"id", "investigation_id"}  # ledger row ids: all that differs betwee
 
 @pytest.fixture(scope="module")
 def runner(ray_cluster: RayCluster):
-    from goodput_agent.ray_exec import RayRunner
+    from goodput_agent.core.ray_exec import RayRunner
 
     return RayRunner(ray_cluster.address, progress=False)
 

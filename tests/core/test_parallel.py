@@ -4,9 +4,9 @@ done once, and the bundle's parse through it the same as one process."""
 from pathlib import Path
 
 from goodput_agent.bundle import open_bundle
-from goodput_agent.parallel import LocalRunner, biggest_first
+from goodput_agent.core.parallel import LocalRunner, biggest_first
 
-CASE = Path(__file__).resolve().parents[1] / "evals" / "cases" / "c05-network-fault-ib-link-down"
+CASE = Path(__file__).resolve().parents[2] / "evals" / "cases" / "c05-network-fault-ib-link-down"
 
 
 def square(x: int) -> int:

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 class Window(BaseModel):

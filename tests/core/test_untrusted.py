@@ -8,8 +8,8 @@ from jinja2 import Environment
 from rich.text import Text
 
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.logs import visible_values
-from goodput_agent.untrusted import html, json_text, line, markup, rich_text, visible
+from goodput_agent.core.logs import visible_values
+from goodput_agent.core.untrusted import html, json_text, line, markup, rich_text, visible
 from tests.terminal_text import raw_controls
 
 OSC_TITLE = "\x1b]0;pwned\x07"
@@ -97,7 +97,7 @@ def test_console_log_values_are_one_line_with_visible_controls() -> None:
 def test_console_logs_on_a_terminal_go_through_it(capsys) -> None:  # noqa: ANN001
     import structlog
 
-    from goodput_agent.logs import configure
+    from goodput_agent.core.logs import configure
 
     configure("warning", json_logs=False)  # what a terminal on stderr gets
     try:
