@@ -161,9 +161,3 @@ class _Count:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
-
-
-def runner_for(address: str | None, progress: bool = True) -> RayRunner | None:
-    """A Ray runner for `--ray ADDRESS` ("auto": RAY_ADDRESS or the cluster this host is in);
-    None without an address: everything stays on this machine."""
-    return RayRunner(address, progress) if address else None

@@ -20,7 +20,6 @@ The rows are read by the bundle's own parsers (parsing/slurm.py), not parsed aga
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -245,12 +244,3 @@ class SlurmWatchSource:
             occurred_at=since or datetime.now(UTC), nodes=[node], collect={"node": node},
             labels={"cluster": cluster} | ({"switches": switch} if switch else {}),
             detail=reason)
-
-
-def cursor_summary(cursor: str | None) -> str:
-    if not cursor:
-        return "(none)"
-    try:
-        return json.loads(cursor).get("end", cursor)
-    except ValueError:
-        return cursor

@@ -97,12 +97,6 @@ def parse_time_text(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | 
     return _glog_time(text, policy)
 
 
-def head_time(content: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
-    """The timestamp a line starts with (after its launcher prefixes), if any."""
-    m = HEAD_TS.match(content)
-    return parse_time_text(m["ts"], policy) if m else None
-
-
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[._\-/])(local[_\-]?)?rank[_\-]?(\d{1,6})(?=[._\-]|$)")
 
 

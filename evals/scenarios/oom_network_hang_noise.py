@@ -1,5 +1,5 @@
 """Review scenarios, third round: OOM, node-loss, network, hang and noise shapes hand-built by a
-reviewer in real formats, independent of evals/generator.py (see reviewed_a.py)."""
+reviewer in real formats, independent of evals/generator.py (see each_class_many_clocks.py)."""
 # ruff: noqa
 # ruff: noqa
 import json, random, shutil, struct, zlib

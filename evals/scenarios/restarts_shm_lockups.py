@@ -1,6 +1,6 @@
 """Review scenarios, fifth round: torchelastic restarts, shared-memory bus errors, one-sided link faults,
 late NodeNotReady, soft lockups, ECC storms, Tokyo asctime logs, a completed job with scary warnings;
-hand-built by a reviewer in real formats, independent of evals/generator.py (see reviewed_a.py)."""
+hand-built by a reviewer in real formats, independent of evals/generator.py (see each_class_many_clocks.py)."""
 # ruff: noqa
 import json, random, shutil
 from datetime import datetime, timedelta, timezone

@@ -1,6 +1,6 @@
 """Review scenarios, fourth round: clocks (short-precise, two boots, +0530), Xid 154/31/43/45, PyTorchJob
 master/workers, preemption on Kubernetes, requeued Slurm jobs, metrics-only evidence; hand-built by a reviewer in
-real formats, independent of evals/generator.py (see reviewed_a.py)."""
+real formats, independent of evals/generator.py (see each_class_many_clocks.py)."""
 # ruff: noqa
 import json, random, shutil
 from datetime import datetime, timedelta, timezone
