@@ -173,3 +173,33 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# test folders that mirror no package folder, with why
+CROSS_CUTTING_TESTS = {
+    "metamorphic": "properties of every parser and analysis at once (a harmless change to the "
+                   "files, the same answer)",
+    "servers": "the real servers the tests start on 127.0.0.1, and their own checks",
+}
+# top-level folders of the repository that ship inside the package
+SHIPPED_TOPS = ("tools", "evals", "policies", "prompts")
+
+
+def test_the_tests_mirror_the_package_layout() -> None:
+    """tests/<folder>/ holds the tests of goodput_agent/<folder>/ (or of a shipped top-level
+    folder); a test named after a package sits in that package's test folder."""
+    tests = REPO / "tests"
+    wrong = []
+    for folder in sorted({p.parent for p in tests.rglob("test_*.py")} - {tests}):
+        sub = folder.relative_to(tests)
+        if sub.parts[0] in CROSS_CUTTING_TESTS:
+            continue
+        if not ((REPO / "goodput_agent" / sub).is_dir()
+                or (sub.parts[0] in SHIPPED_TOPS and (REPO / sub).is_dir())):
+            wrong.append(f"{rel(folder)}/: no such package folder")
+    for test in sorted(tests.rglob("test_*.py")):
+        package = REPO / "goodput_agent" / test.parent.relative_to(tests) / \
+            test.stem.removeprefix("test_")
+        if (package / "__init__.py").is_file():
+            wrong.append(f"{rel(test)}: belongs in {rel(test.parent)}/{package.name}/")
+    assert wrong == []
