@@ -1,4 +1,4 @@
-"""Trace events in, columns out: what the loader (trace_load.py) keeps of each event.
+"""Trace events in, columns out: what the loader (load.py) keeps of each event.
 
 A piece of the traceEvents array is decoded by msgspec into small structs that carry only the
 fields used (name, cat, ph, ts, dur, pid, tid and args' correlation, device, stream); every

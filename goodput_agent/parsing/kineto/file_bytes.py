@@ -1,6 +1,6 @@
 """A trace file's bytes: plain or gzip (by magic number) decompressed block by block, the
 top-level keys before the `traceEvents` array, and the exact scanner of strings and brackets
-that finds where an event ends. Moved from trace_load.py, which reads the array with them."""
+that finds where an event ends. Moved from load.py, which reads the array with them."""
 
 from __future__ import annotations
 

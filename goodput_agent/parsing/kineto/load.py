@@ -5,7 +5,7 @@ Fast path: the bytes of the `traceEvents` array are cut into ~8 MB pieces at eve
 parses only when both of its ends are real boundaries between events (a cut inside a string
 leaves a string open, a cut inside a nested object leaves a brace open), so a wrong cut is always
 detected; it is then re-cut by an exact scan of strings and brackets
-(`trace_bytes.exact_scan`). Pieces are decoded into only the fields used (trace_collect.py:
+(`file_bytes.exact_scan`). Pieces are decoded into only the fields used (collect.py:
 msgspec structs, orjson where they do not fit). The top-level keys before the array (the head)
 and after it (the tail) are parsed on their own. When the
 layout defeats even that, ijson reads the whole file (`fast=False` forces it).

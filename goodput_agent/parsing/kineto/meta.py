@@ -1,6 +1,6 @@
 """What a trace says about itself: the host and process its file name or metadata give, when
 it started on the wall clock, and the distributed layout (rank, world size). Moved from
-trace_load.py."""
+load.py."""
 
 from __future__ import annotations
 

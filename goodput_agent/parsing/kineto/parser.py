@@ -4,7 +4,7 @@ for the slowdown tools.
 For the failure question only the trace's identity matters (rank, world size, host), read from
 the head of the file so that a 1 GB trace costs nothing to list: the top-level keys before
 `traceEvents` (all of them when the file fits in the head) and the file name, by the same rules
-as the loader (trace_load.trace_meta).
+as the loader (load.trace_meta).
 """
 
 from __future__ import annotations

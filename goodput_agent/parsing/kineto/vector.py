@@ -1,4 +1,4 @@
-"""The rules of trace_collect.Collector.extend, applied to a whole decoded piece at once.
+"""The rules of collect.Collector.extend, applied to a whole decoded piece at once.
 
 A piece of 2 MB holds ~7,000 events; reading them one by one in Python costs ~1 µs each. Here
 each rule is one pass over a column (a list comprehension to pull a field out of the structs,
