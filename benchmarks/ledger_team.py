@@ -41,7 +41,7 @@ import sys, time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from goodput_agent.ledger import Ledger
-from goodput_agent.logs import configure
+from goodput_agent.core.logs import configure
 from goodput_agent.report import Report, Retry, RootCause
 from goodput_agent.watch.grouping import GroupRule
 from goodput_agent.watch.runner import Watch, WatchOptions

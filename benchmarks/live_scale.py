@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from goodput_agent.analysis.live_failslow import judge_failslow  # noqa: E402
+from goodput_agent.analysis.live.failslow import judge_failslow  # noqa: E402
 from goodput_agent.detect.assess import Observation, assess  # noqa: E402
 from goodput_agent.detect.metrics import DCGM, NODE_LABEL, failslow  # noqa: E402
 from goodput_agent.detect.progress import ProgressCache, read_progress  # noqa: E402

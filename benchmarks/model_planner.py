@@ -37,7 +37,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from goodput_agent.cli.eval_model import _case_dirs, run_model_eval
-    from goodput_agent.logs import configure
+    from goodput_agent.core.logs import configure
     from goodput_agent.planner.openai_config import OpenAICompatSettings
     from tests.servers.llama_server import running_llama_server
 

@@ -36,7 +36,7 @@ def _maxrss_mb() -> float:
 
 
 def side_local(folder: Path) -> dict:
-    from goodput_agent.analysis.slowdown import analyse
+    from goodput_agent.analysis.slowdown.analyze import analyse
     from goodput_agent.cli.trace import load_run
 
     t0 = time.perf_counter()
@@ -48,9 +48,9 @@ def side_local(folder: Path) -> dict:
 
 
 def side_ray(folder: Path, address: str) -> dict:
-    from goodput_agent.analysis.rank_digest import analyse_digests
+    from goodput_agent.analysis.slowdown.rank_digest import analyse_digests
     from goodput_agent.cli.trace import load_runs
-    from goodput_agent.ray_exec import RayRunner
+    from goodput_agent.core.ray_exec import RayRunner
 
     t0 = time.perf_counter()
     runner = RayRunner(address, progress=False)
@@ -65,7 +65,7 @@ def side_ray(folder: Path, address: str) -> dict:
 
 
 def side_one(trace: Path) -> dict:
-    from goodput_agent.analysis.rank_digest import digest_trace
+    from goodput_agent.analysis.slowdown.rank_digest import digest_trace
 
     t0 = time.perf_counter()
     d = digest_trace(str(trace), trace.name)
@@ -74,8 +74,8 @@ def side_one(trace: Path) -> dict:
 
 
 def side_noop(address: str) -> dict:
-    from goodput_agent.parallel import biggest_first
-    from goodput_agent.ray_exec import RayRunner
+    from goodput_agent.core.parallel import biggest_first
+    from goodput_agent.core.ray_exec import RayRunner
 
     runner = RayRunner(address, progress=False)
     runner.map_files(biggest_first, [(0, None)] * 8)  # workers started

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
+from goodput_agent.core.logs import configure
 from goodput_agent.demo import demo_bundle_path
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.reader import read_ledger
-from goodput_agent.logs import configure
 from goodput_agent.web.app import ServeConfig, create_app
 
 

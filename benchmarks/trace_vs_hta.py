@@ -196,8 +196,8 @@ def measure(cmd: list[str]) -> tuple[float, float, float, float, str]:
 
 
 def goodput_side(paths: list[Path]) -> None:
-    from goodput_agent.analysis.hta_metrics import hta_job_metrics
-    from goodput_agent.parsing.trace_load import load_traces
+    from goodput_agent.analysis.slowdown.hta_metrics import hta_job_metrics
+    from goodput_agent.parsing.kineto.load import load_traces
 
     t = time.perf_counter()
     traces = load_traces([(p, p.name, None) for p in paths])  # on every core, as HTA does
@@ -208,7 +208,7 @@ def goodput_side(paths: list[Path]) -> None:
     steps, slowdown_s = None, None
     t = time.perf_counter()  # its import is the slowdown analysis's cost, not the HTA metrics'
     try:  # the product's whole slowdown analysis: per-step breakdowns of every rank + verdict
-        from goodput_agent.analysis.slowdown import analyse
+        from goodput_agent.analysis.slowdown.analyze import analyse
     except ImportError:
         analyse = None
     if analyse is not None:

@@ -22,11 +22,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from goodput_agent.arenas import cap_malloc_arenas
+from goodput_agent.core.arenas import cap_malloc_arenas
+from goodput_agent.core.logs import configure
 from goodput_agent.demo import demo_bundle_path
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
-from goodput_agent.logs import configure
 from goodput_agent.report import Report
 from goodput_agent.watch.grouping import GroupRule
 from goodput_agent.watch.runner import Watch, WatchOptions

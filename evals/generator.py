@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from goodput_agent import failure_classes
+from goodput_agent.core import failure_classes
 from goodput_agent.evals.cluster.context import Ctx, Outcome, Sink
 from goodput_agent.evals.cluster.formats import _iso_z, compress_hostlist, kernel_line
 from goodput_agent.evals.cluster.k8s import write_k8s

@@ -15,8 +15,9 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from goodput_agent.analysis.observations import short_name
-from goodput_agent.errors import BadInput
+from goodput_agent.analysis.failure.observations import short_name
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import markup
 from goodput_agent.evals.calibration import (
     Calibration,
     ReliabilityBin,
@@ -24,7 +25,6 @@ from goodput_agent.evals.calibration import (
     calibrate,
     render_calibration,
 )
-from goodput_agent.untrusted import markup
 
 ANSWER_KEYS = ("expected.json",)  # the case's answer, not evidence
 ERROR_WORDS = ("error", "fail", "timeout", "timed out", "killed", "abort", "exception", "xid")
@@ -177,8 +177,8 @@ def naive_slowdown_blame(case_dir: Path) -> tuple[str, str | None, int | None]:
     the single longest span is: a DataLoader wait (input_stall), an NCCL kernel
     (communication) or a compute kernel (gpu_throttling: "that GPU is slow")."""
     from goodput_agent.parsing.base import ParseError
-    from goodput_agent.parsing.trace_load import is_dataloader_span, load_trace
-    from goodput_agent.parsing.trace_model import COMM, COMPUTE
+    from goodput_agent.parsing.kineto.load import is_dataloader_span, load_trace
+    from goodput_agent.parsing.kineto.model import COMM, COMPUTE
     from goodput_agent.tools.profiler_traces import run_of
 
     slowest: tuple[float, str, str | None, int | None] | None = None  # step, host, rank

@@ -19,10 +19,10 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, Field
 
 from goodput_agent.collect.base import MANIFEST_NAME, read_manifest
-from goodput_agent.errors import BadInput
-from goodput_agent.incident import IncidentSpec, load_incident
-from goodput_agent.limits import limits
-from goodput_agent.parallel import LocalRunner, Runner
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.incident import IncidentSpec, load_incident
+from goodput_agent.core.limits import limits
+from goodput_agent.core.parallel import LocalRunner, Runner
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.job_log import rank_from_filename
 from goodput_agent.parsing.lines import read_head, strip_ansi
@@ -89,7 +89,7 @@ class Bundle:
         self._cleanup = cleanup
         self._parsed: dict[str, ParseResult] = {}
         self._ahead: dict[str, ParseResult | str | None] = {}  # read ahead, not yet asked for
-        # where per-file work runs (goodput_agent.parallel): None, this machine's cores
+        # where per-file work runs (goodput_agent.core.parallel): None, this machine's cores
         self.runner: Runner | None = None
 
     @property

@@ -9,12 +9,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from goodput_agent.core.redact import redact
 from goodput_agent.ledger import Ledger
-from goodput_agent.planner.claude import Agent, BudgetSpent
 from goodput_agent.planner.claude_client import MessagesClient
 from goodput_agent.planner.claude_config import ClaudeSettings
-from goodput_agent.planner.claude_store import chat_messages, record_chat_message
-from goodput_agent.redact import redact
+from goodput_agent.planner.model_agent import Agent, BudgetSpent
+from goodput_agent.planner.model_store import chat_messages, record_chat_message
 from goodput_agent.toolkit import ToolContext
 
 

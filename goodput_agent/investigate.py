@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from goodput_agent.bundle import open_bundle
-from goodput_agent.incident import IncidentSpec
+from goodput_agent.core.incident import IncidentSpec
+from goodput_agent.core.parallel import Runner
 from goodput_agent.kinds import choose_kind
 from goodput_agent.ledger import Ledger
 from goodput_agent.metrics.source import TimeWindow
-from goodput_agent.parallel import Runner
 from goodput_agent.pictures.report_pictures import PictureHook, draw_report_pictures
 from goodput_agent.planner.loop import run_investigation
 from goodput_agent.planner.offline import PLAYBOOK_FORMATS, OfflinePlanner
@@ -26,7 +26,7 @@ def investigate_bundle(path: Path, ledger: Ledger, kind: str | None = None,
                        runner: Runner | None = None,
                        on_model_stats: Callable[[Any], None] | None = None) -> Report:
     """`claude`: a planner.claude_config.ClaudeSettings to have Claude plan (else offline);
-    `runner`: where the per-file work runs (goodput_agent.parallel; None: this machine);
+    `runner`: where the per-file work runs (goodput_agent.core.parallel; None: this machine);
     `on_model_stats`: told a model-planned run's turns, tool calls, tokens and seconds."""
     with open_bundle(path, ignore) as bundle:
         bundle.runner = runner

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from goodput_agent import failure_classes
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.slowdown_model import Breakdown
+from goodput_agent.analysis.slowdown.model import Breakdown
+from goodput_agent.core import failure_classes
 
 SCHEMA_ID = "goodput.report/v1"
 

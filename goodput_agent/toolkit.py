@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from goodput_agent.bundle import Bundle
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MetricsSource
 
 In = TypeVar("In", bound=BaseModel)

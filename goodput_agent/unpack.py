@@ -1,15 +1,15 @@
 """Unpacking a bundle archive (.tar, .tar.gz) under limits: member by member, each member's
 declared size counted before its bytes are written, so that a decompression bomb or an
 archive of a million files is refused in one line within seconds, with bounded disk and
-memory (the limits are goodput_agent.limits')."""
+memory (the limits are goodput_agent.core.limits')."""
 
 from __future__ import annotations
 
 import tarfile
 from pathlib import Path
 
-from goodput_agent.errors import BadInput
-from goodput_agent.limits import Limits, human
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.limits import Limits, human
 
 FLOOR_BYTES = 64 * 1024**2  # the ratio never limits an archive below this
 

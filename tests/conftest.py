@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _quiet_logs() -> None:
-    from goodput_agent.logs import configure
+    from goodput_agent.core.logs import configure
 
     configure("warning", json_logs=True)
 

@@ -107,3 +107,25 @@ def test_only_the_ledger_package_speaks_sql_to_the_ledger() -> None:
     ledger = REPO / "goodput_agent" / "ledger"
     found = [use for f in files if ledger not in f.parents for use in _sql_uses(f)]
     assert found == [], "\n".join(found)
+
+
+def test_the_map_names_every_package() -> None:
+    """Every package folder under goodput_agent/ is on ARCHITECTURE.md's map (`folder/`)."""
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    text = text[text.index("## The map"):text.index("## Layers and imports")]
+    package = REPO / "goodput_agent"
+    folders = {p.parent.relative_to(package).as_posix() for p in package.rglob("__init__.py")
+               if p.parent != package}
+    assert sorted(f for f in folders if f"`{f}/`" not in text) == []
+
+
+def test_every_path_the_page_names_exists() -> None:
+    """A path ARCHITECTURE.md names (a module, a folder, a glob; from the repository or from
+    goodput_agent/) is there: the page moves when the code does."""
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    paths = {t for t in re.findall(r"(?<![\w/.<>-])((?:[\w.-]+/)+[\w.*-]*)(?![\w<>])", text)
+             if t.endswith((".py", "/", ".md", ".yaml"))}
+    bases = (REPO, REPO / "goodput_agent")
+    missing = sorted(t for t in paths if not any(
+        any(b.glob(t)) if "*" in t else (b / t).exists() for b in bases))
+    assert len(paths) > 40 and missing == []

@@ -6,7 +6,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from goodput_agent.bundle import node_hint_for, open_bundle, scan
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 def test_node_hint_comes_from_the_nearest_nodes_folder() -> None:

@@ -11,7 +11,7 @@ from goodput_agent.bundle import open_bundle
 from goodput_agent.chat import ChatSession, resumable
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.claude_client import MessagesClient
-from goodput_agent.planner.claude_store import chat_messages
+from goodput_agent.planner.model_store import chat_messages
 from goodput_agent.toolkit import ToolContext
 from tests.planner.claude_fixtures import settings_for
 from tests.servers.messages_api import FixtureReply, scripted_messages_api, text, tool_use

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from goodput_agent.analysis.observations import short_name
+from goodput_agent.analysis.failure.observations import short_name
 from goodput_agent.bundle import BundleFile, Inventory, scan
+from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.evals.scorer import ANSWER_KEYS, suite_dir
-from goodput_agent.incident import IncidentSpec
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.kinds import asked_kinds, choose_kind, infer_kind
 from goodput_agent.ledger import Ledger

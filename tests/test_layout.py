@@ -68,9 +68,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+def _module_level_imports(tree: ast.Module, type_only: bool = False
+                          ) -> list[ast.Import | ast.ImportFrom]:
     """Imports run when the module is imported: top level, and inside top-level try / if
-    blocks, except `if TYPE_CHECKING:` (never run)."""
+    blocks, except `if TYPE_CHECKING:` (never run; counted with type_only)."""
     out: list[ast.Import | ast.ImportFrom] = []
     stack: list[ast.stmt] = list(tree.body)
     while stack:
@@ -78,7 +79,7 @@ def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]
         if isinstance(node, ast.Import | ast.ImportFrom):
             out.append(node)
         elif isinstance(node, ast.If):
-            if "TYPE_CHECKING" not in ast.unparse(node.test):
+            if type_only or "TYPE_CHECKING" not in ast.unparse(node.test):
                 stack.extend(node.body + node.orelse)
         elif isinstance(node, ast.Try):
             stack.extend(node.body + node.orelse + node.finalbody
@@ -86,13 +87,13 @@ def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
     paths = {module_name(p): p for p in product_files() if p.parts[len(REPO.parts)] ==
              "goodput_agent"}
     graph: dict[str, set[str]] = {m: set() for m in paths}
     for mod, path in paths.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in _module_level_imports(ast.parse(path.read_text())):
+        for node in _module_level_imports(ast.parse(path.read_text()), type_only):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -163,7 +164,42 @@ def test_no_import_cycle_among_goodput_agent_modules() -> None:
     assert cycles(import_graph()) == []
 
 
+def test_no_import_cycle_even_through_type_only_imports() -> None:
+    """A cycle hidden behind `if TYPE_CHECKING:` is still two modules that need each other."""
+    assert cycles(import_graph(type_only=True)) == []
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# test folders that mirror no package folder, with why
+CROSS_CUTTING_TESTS = {
+    "metamorphic": "properties of every parser and analysis at once (a harmless change to the "
+                   "files, the same answer)",
+    "servers": "the real servers the tests start on 127.0.0.1, and their own checks",
+}
+# top-level folders of the repository that ship inside the package
+SHIPPED_TOPS = ("tools", "evals", "policies", "prompts")
+
+
+def test_the_tests_mirror_the_package_layout() -> None:
+    """tests/<folder>/ holds the tests of goodput_agent/<folder>/ (or of a shipped top-level
+    folder); a test named after a package sits in that package's test folder."""
+    tests = REPO / "tests"
+    wrong = []
+    for folder in sorted({p.parent for p in tests.rglob("test_*.py")} - {tests}):
+        sub = folder.relative_to(tests)
+        if sub.parts[0] in CROSS_CUTTING_TESTS:
+            continue
+        if not ((REPO / "goodput_agent" / sub).is_dir()
+                or (sub.parts[0] in SHIPPED_TOPS and (REPO / sub).is_dir())):
+            wrong.append(f"{rel(folder)}/: no such package folder")
+    for test in sorted(tests.rglob("test_*.py")):
+        package = REPO / "goodput_agent" / test.parent.relative_to(tests) / \
+            test.stem.removeprefix("test_")
+        if (package / "__init__.py").is_file():
+            wrong.append(f"{rel(test)}: belongs in {rel(test.parent)}/{package.name}/")
+    assert wrong == []

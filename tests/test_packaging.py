@@ -47,7 +47,7 @@ def _declared_runtime_dependencies() -> set[str]:
 
 # optional extras a user installs on purpose (goodput[ray]); the one module that imports each
 # must turn its absence into a one-line error
-OPTIONAL = {"ray": "goodput_agent/ray_exec.py"}
+OPTIONAL = {"ray": "goodput_agent/core/ray_exec.py"}
 
 
 def _normalized(name: str) -> str:

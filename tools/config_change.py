@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.runner import ActionOutput
-from goodput_agent.approval.textdiff import unified
+from goodput_agent.actions.runner import ActionOutput
+from goodput_agent.actions.textdiff import unified
 from goodput_agent.toolkit import GATE_TARGET, ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

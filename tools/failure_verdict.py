@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from goodput_agent.analysis.failure import diagnose
-from goodput_agent.analysis.failure_model import FailureVerdict
-from goodput_agent.analysis.observations import Observations
-from goodput_agent.events import Event
+from goodput_agent.analysis.failure.analyze import diagnose
+from goodput_agent.analysis.failure.model import FailureVerdict
+from goodput_agent.analysis.failure.observations import Observations
+from goodput_agent.core.events import Event
 from goodput_agent.planner.observe import EVIDENCE_TOOLS, observations
 from goodput_agent.planner.scheduler_facts import SchedulerFacts
 from goodput_agent.report import Alternative

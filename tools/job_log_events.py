@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.analysis.observations import BUNDLE_FACTS
+from goodput_agent.analysis.failure.observations import BUNDLE_FACTS
 from goodput_agent.parsing.registry import JOB_LOG_FORMATS
 from goodput_agent.toolkit import EventsOutput, Tool, ToolContext, read_events
 

@@ -1,7 +1,7 @@
 """Keep new pods off a Kubernetes node (`kubectl cordon`). Runs only through the approval
 gate; the preview shows the server's dry run."""
 
-from goodput_agent.approval.kube_nodes import NodeSchedulable
+from goodput_agent.actions.kube_nodes import NodeSchedulable
 
 
 class K8sCordonNode(NodeSchedulable):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.kube import K8sName
-from goodput_agent.approval.kube_pods import delete_pods, delete_text, describe_dry_run
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.kube import K8sName
+from goodput_agent.actions.kube_pods import delete_pods, delete_text, describe_dry_run
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.kube import K8sName
-from goodput_agent.approval.kube_workloads import Kind, apply, dry_run_diff, patch_text, read
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.kube import K8sName
+from goodput_agent.actions.kube_workloads import Kind, apply, dry_run_diff, patch_text, read
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.kube import K8sName
-from goodput_agent.approval.kube_pods import (
+from goodput_agent.actions.kube import K8sName
+from goodput_agent.actions.kube_pods import (
     delete_pods,
     delete_text,
     describe_dry_run,
     foreign_pods,
     job_pods,
 )
-from goodput_agent.approval.runner import ActionOutput
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

@@ -1,7 +1,7 @@
 """Let pods be scheduled on a Kubernetes node again (`kubectl uncordon`). Runs only through
 the approval gate; the preview shows the server's dry run."""
 
-from goodput_agent.approval.kube_nodes import NodeSchedulable
+from goodput_agent.actions.kube_nodes import NodeSchedulable
 
 
 class K8sUncordonNode(NodeSchedulable):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.analysis.latency_model import LatencyResult
+from goodput_agent.analysis.latency.model import LatencyResult
 from goodput_agent.metrics.source import MetricsSource, MetricsUnavailable, TimeWindow
 from goodput_agent.parsing.registry import METRICS_FORMATS, SERVING_LOG_FORMATS
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
@@ -58,10 +58,10 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     timeout_s = 300.0
 
     def run(self, ctx: ToolContext, args: LatencyInput) -> LatencyResult:
-        from goodput_agent.analysis.latency import analyse, resolve_service, source_failed
+        from goodput_agent.analysis.latency.analyze import analyse, resolve_service, source_failed
 
         if ctx.metrics is None and (logs := engine_logs_only(ctx)):
-            from goodput_agent.analysis.engine_log import analyse_engine_log
+            from goodput_agent.analysis.latency.engine_log import analyse_engine_log
             from goodput_agent.toolkit import read_events
 
             return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs)

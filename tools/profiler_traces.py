@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.slowdown_model import Breakdown, SlowdownVerdict
-from goodput_agent.analysis.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
+from goodput_agent.analysis.slowdown.model import Breakdown, SlowdownVerdict
+from goodput_agent.analysis.slowdown.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
     BASELINE_FOLDERS,
     run_of,
     split_runs,
 )
 from goodput_agent.parsing.base import ParseError
+from goodput_agent.parsing.kineto.model import Trace, TraceMeta
 from goodput_agent.parsing.openmetrics import Series
-from goodput_agent.parsing.trace_model import Trace, TraceMeta
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
 
 # what throttling is judged from, when the bundle has DCGM metrics
@@ -58,13 +58,13 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
     timeout_s = 600.0
 
     def run(self, ctx: ToolContext, args: TracesInput) -> TracesOutput:
-        from goodput_agent.analysis.rank_digest import (
+        from goodput_agent.analysis.slowdown.analyze import analyse
+        from goodput_agent.analysis.slowdown.rank_digest import (
             TraceDigest,
             analyse_digests,
             digest_traces,
         )
-        from goodput_agent.analysis.slowdown import analyse
-        from goodput_agent.parsing.trace_load import load_traces
+        from goodput_agent.parsing.kineto.load import load_traces
 
         if ctx.bundle is None:
             raise ToolUnavailable("no incident bundle is open")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.slurm_args import (
+from goodput_agent.actions.slurm_args import (
     NodeName,
     Reason,
     ScontrolTool,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from goodput_agent.approval.slurm_args import JobId, ScontrolTool, job_reason
+from goodput_agent.actions.slurm_args import JobId, ScontrolTool, job_reason
 from goodput_agent.toolkit import ActionTarget, ToolContext
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.runner import ActionOutput, command_line, run_all
-from goodput_agent.approval.slurm_args import JobId, NodeName, all_hosts, slurm_hostnames
+from goodput_agent.actions.runner import ActionOutput, command_line, run_all
+from goodput_agent.actions.slurm_args import JobId, NodeName, all_hosts, slurm_hostnames
 from goodput_agent.toolkit import ActionTarget, MutatingTool, ToolContext, ToolPreview
 
 

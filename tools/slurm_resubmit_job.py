@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.approval.slurm_args import (
+from goodput_agent.actions.slurm_args import (
     JobId,
     NodeName,
     ScontrolTool,

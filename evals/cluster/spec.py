@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from goodput_agent import failure_classes
+from goodput_agent.core import failure_classes
 
 CATEGORIES = failure_classes.names()  # the suite's classes: every one the product concludes
 

@@ -1,7 +1,8 @@
-"""One module per failure class, named by the class (goodput_agent/failure_classes.py): how that
-class plays out on the cluster (`sc_<class>`) and its recipes (`RECIPES`). The generator and the
-suite plan find them by the table's names: a new class's cases are one module here (and a maker
-in evals/independent/suite.py); tests/evals/test_generator.py checks every class has both."""
+"""One module per failure class, named by the class (goodput_agent/core/failure_classes.py): how
+that class plays out on the cluster (`sc_<class>`) and its recipes (`RECIPES`). The generator
+and the suite plan find them by the table's names: a new class's cases are one module here (and
+a maker in evals/independent/suite.py); tests/evals/test_generator.py checks every class has
+both."""
 
 from __future__ import annotations
 

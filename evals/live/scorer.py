@@ -23,8 +23,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_failslow import judge_failslow
-from goodput_agent.analysis.live_stall import Phase, StallSettings
+from goodput_agent.analysis.live.failslow import judge_failslow
+from goodput_agent.analysis.live.stall import Phase, StallSettings
 from goodput_agent.detect.assess import Finding, Observation, RankCollective, assess, stall_of
 from goodput_agent.detect.progress import read_progress
 from goodput_agent.evals.live.generator import (

@@ -32,7 +32,7 @@ from goodput_agent.accounting.model import Attempt, FailureCause, JobAccount
 from goodput_agent.accounting.progress import Progress, interval_saves, read_progress
 from goodput_agent.accounting.segments import cut_run, split_input_stall
 from goodput_agent.bundle import Bundle, open_bundle
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 
 
@@ -71,8 +71,8 @@ def job_key(platform: str, bundle: Bundle) -> str:
 
 def _input_stall_shares(bundle: Bundle) -> list[tuple[float | None, float, str]]:
     """(trace start epoch seconds or None, idle-input share of its steps, trace path)."""
-    from goodput_agent.analysis.trace_select import load_one
-    from goodput_agent.analysis.trace_steps import rank_breakdown
+    from goodput_agent.analysis.slowdown.trace_select import load_one
+    from goodput_agent.analysis.slowdown.trace_steps import rank_breakdown
 
     out = []
     for f in bundle.inventory.of_format("kineto_trace"):

@@ -16,13 +16,13 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.timespec import rfc3339 as _ts
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.lines import iter_lines
 from goodput_agent.parsing.slurm import JobRecord, normalize_state, parse_local_time
 from goodput_agent.parsing.slurm.sacct_text import pipe_header, row_to_job
 from goodput_agent.parsing.timefmt import ClockPolicy
-from goodput_agent.timespec import rfc3339 as _ts
 
 SACCT_ATTEMPT_FIELDS = ("JobID,JobName,State,ExitCode,NodeList,Submit,Start,End,Elapsed,"
                         "AllocTRES,Partition,Account,User")

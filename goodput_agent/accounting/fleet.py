@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from goodput_agent import failure_classes
 from goodput_agent.accounting.fleet_exposure import sacct_history
 from goodput_agent.accounting.fleet_models import (
     CauseLoss,
@@ -26,15 +25,16 @@ from goodput_agent.accounting.fleet_models import (
     OffenderTest,
 )
 from goodput_agent.accounting.fleet_stats import benjamini_hochberg, bonferroni, poisson_sf
+from goodput_agent.core import failure_classes
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.fleet import fleet_rows
 from goodput_agent.parsing.slurm import nodes_of
 from goodput_agent.report import CATEGORIES
 
 FAILURE_CAUSES = CATEGORIES["failure"]
-# the verdicts a node can be to blame for (goodput_agent.failure_classes); an OOM, an application
-# error, a time limit or a preemption can name the node a rank ran on without it being at
-# fault. Listed most decisive first (the table's strength), as the report shows them.
+# the verdicts a node can be to blame for (goodput_agent.core.failure_classes); an OOM, an
+# application error, a time limit or a preemption can name the node a rank ran on without it being
+# at fault. Listed most decisive first (the table's strength), as the report shows them.
 _STRENGTH = {c.name: c.strength or 0.0 for c in failure_classes.FAILURE_CLASSES}
 NODE_CAUSES = tuple(sorted(failure_classes.node_at_fault(), key=lambda n: -_STRENGTH[n]))
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger.fleet import SacctHistory
 
 SACCT_HISTORY_FIELDS = "JobID,NodeList,AllocTRES,Elapsed,Start,End,Partition,Account,State"

@@ -13,7 +13,7 @@ from goodput_agent.approval import store
 from goodput_agent.approval.gate import GateRefused, approve_action, execute_action
 from goodput_agent.approval.identity import Identity
 from goodput_agent.approval.policy import Policy
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.toolkit import ToolContext
 

@@ -163,7 +163,7 @@ def approve_action(ledger: Ledger, action_id: int, who: Identity, policy: Policy
 
 
 def reject_action(ledger: Ledger, action_id: int, who: Identity, why: str) -> Rejection:
-    from goodput_agent.errors import BadInput
+    from goodput_agent.core.errors import BadInput
 
     action = store.action_row(ledger, action_id)
     if not why.strip():

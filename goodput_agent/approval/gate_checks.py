@@ -89,7 +89,8 @@ def _retry_reasons(ledger: Ledger, action: ActionRow, target: ActionTarget,
 def _is_definition(path: str) -> bool:
     """A job script or a workload manifest: what the scheduler copied when the job was
     submitted or applied, so editing the file changes nothing already submitted."""
-    from goodput_agent.parsing import job_script, k8s_manifest
+    from goodput_agent.parsing import job_script
+    from goodput_agent.parsing.k8s import manifest as k8s_manifest
 
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

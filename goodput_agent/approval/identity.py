@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 Via = Literal["login", "sudo", "delegated", "token", "proxy"]
 

@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from goodput_agent import failure_classes
-from goodput_agent.errors import BadInput
-from goodput_agent.timespec import parse_duration
+from goodput_agent.core import failure_classes
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.timespec import parse_duration
 
 
 class _Strict(BaseModel):

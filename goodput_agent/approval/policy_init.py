@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from goodput_agent.approval.policy import Policy, mutating_tool_names, parse_policy
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger.actions import ActionRow
 
 HEADER = """\

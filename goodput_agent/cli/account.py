@@ -21,7 +21,7 @@ from goodput_agent.accounting.model import JobAccount
 from goodput_agent.cli.k8s import K8S_OPTIONS, K8sArgs
 from goodput_agent.cli.options import ledger_option
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.untrusted import json_text, line, markup
+from goodput_agent.core.untrusted import json_text, line, markup
 
 
 def _hours(seconds: float) -> str:

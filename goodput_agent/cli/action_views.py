@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
-from goodput_agent.untrusted import markup, visible
+from goodput_agent.core.untrusted import markup, visible
 
 
 def _when(v: Any) -> str:

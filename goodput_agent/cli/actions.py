@@ -12,8 +12,8 @@ import click
 
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, line, markup
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps, line, markup
 
 policy_option = click.option(
     "--policy", "policy_path", type=click.Path(path_type=Path), default=None,

@@ -1,5 +1,4 @@
-"""`goodput chat`, the Claude planner's flags (shared with `investigate --planner claude`), and
-`goodput eval --planner claude`."""
+"""`goodput chat`: a conversation with a model planner about a bundle or an investigation."""
 
 from __future__ import annotations
 
@@ -9,55 +8,8 @@ from typing import Any
 import click
 
 from goodput_agent.cli.options import ledger_option, with_options
-from goodput_agent.errors import BadInput
-
-claude_options = [
-    click.option("--planner", type=click.Choice(["offline", "claude", "openai-compatible"]),
-                 default="offline", show_default=True,
-                 help="Who plans: the offline playbook, Claude (needs ANTHROPIC_API_KEY), or "
-                      "a self-hosted model (openai-compatible: --base-url, --model)."),
-    click.option("--model", default=None,
-                 help="The model: for claude a Claude model (env GOODPUT_MODEL, config); for "
-                      "openai-compatible the server's model name (required, or config)."),
-    click.option("--base-url", default=None,
-                 help="The server: for claude an Anthropic-compatible endpoint (env "
-                      "ANTHROPIC_BASE_URL, config); for openai-compatible its /v1 URL "
-                      "(required, or config)."),
-    click.option("--api-key-env", default=None,
-                 help="openai-compatible: env variable holding an API key (optional)."),
-    click.option("--context-window", type=int, default=None,
-                 help="openai-compatible: the model's context window in tokens (32768)."),
-    click.option("--stream/--no-stream", default=None,
-                 help="openai-compatible: ask for streamed answers (chat always streams)."),
-    click.option("--max-turns", type=int, default=None, help="Budget: model turns."),
-    click.option("--max-tool-calls", type=int, default=None, help="Budget: tool calls."),
-    click.option("--max-input-tokens", type=int, default=None, help="Budget: input tokens."),
-    click.option("--max-output-tokens", type=int, default=None, help="Budget: output tokens."),
-    click.option("--max-wall-s", type=float, default=None, help="Budget: seconds."),
-]
-
-_BUDGETS = ("max_turns", "max_tool_calls", "max_input_tokens", "max_output_tokens",
-            "max_wall_s")
-
-
-
-
-def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
-    """ClaudeSettings from config, env and flags when the planner is claude (else None).
-    Without an API key: BadInput, one line pointing at the offline planner."""
-    if planner == "openai-compatible":
-        from goodput_agent.planner.openai_config import load_openai_settings
-
-        return load_openai_settings(flags)
-    if planner != "claude":
-        return None
-    from goodput_agent.planner.claude_config import load_settings, require_key
-
-    over = {"model": flags.get("model"), "base_url": flags.get("base_url"),
-            "budgets": {k: flags.get(k) for k in _BUDGETS}}
-    settings = load_settings(over)
-    require_key(settings)
-    return settings
+from goodput_agent.cli.planner_options import model_settings, planner_options
+from goodput_agent.core.errors import BadInput
 
 
 @click.command()
@@ -70,7 +22,7 @@ def claude_settings(planner: str, flags: dict[str, Any]) -> Any:  # noqa: ANN401
                                       "(openai-compatible: --base-url, --model).")
 @click.option("--openai-compatible", "openai_compatible", is_flag=True,
               help="Short for --planner openai-compatible.")
-@with_options(claude_options[1:])
+@with_options(planner_options[1:])
 @click.option("--json", "as_json", is_flag=True,
               help="For scripts: read one question a line from stdin, print one JSON line per "
                    "answer (its text, tool calls, why it stopped).")
@@ -84,7 +36,7 @@ def chat(bundle: Path | None, inv_id: str | None, ledger_path: Path | None, plan
     if (bundle is None) == (inv_id is None):
         raise click.UsageError("give a BUNDLE or --investigation ID (one of them)")
     backend = "openai-compatible" if flags.pop("openai_compatible", False) else planner
-    settings = claude_settings(backend, flags)
+    settings = model_settings(backend, flags)
     with open_ledger(ledger_path) as ledger:
         if inv_id is not None:
             row = investigation_row(ledger, inv_id)
@@ -104,7 +56,7 @@ def _chat_over(settings: Any, ledger: Any, bundle: Path | None, inv_id: str | No
     from goodput_agent.chat import ChatSession
     from goodput_agent.cli.chat_repl import run_chat, run_chat_json
     from goodput_agent.kinds import infer_kind
-    from goodput_agent.planner.claude import system_prompt
+    from goodput_agent.planner.model_agent import system_prompt
     from goodput_agent.toolkit import ToolContext
 
     client = _client_for(settings)

@@ -13,11 +13,11 @@ from rich.console import Console
 from goodput_agent.approval.gate import action_status
 from goodput_agent.chat import ChatSession
 from goodput_agent.cli.render import TerminalConsole
+from goodput_agent.core.untrusted import line, markup, visible
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_row
 from goodput_agent.planner.claude_client import ModelCallFailed
-from goodput_agent.planner.claude_evidence import read_page
-from goodput_agent.untrusted import line, markup, visible
+from goodput_agent.planner.model_evidence import read_page
 
 HELP = "/ledger  /evidence N  /actions  /quit"
 
@@ -111,7 +111,7 @@ def run_chat_json(session: ChatSession, stdin: TextIO | None = None,
                   out: TextIO | None = None) -> None:
     """`goodput chat --json`: a question a line in, a JSON line out per answer (no slash
     commands; an empty line is skipped, end of input ends the chat)."""
-    from goodput_agent.untrusted import json_text
+    from goodput_agent.core.untrusted import json_text
 
     stdin, out = stdin or sys.stdin, out or sys.stdout
     for raw in stdin:

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from goodput_agent.cli.options import json_option, ledger_option
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 EXIT_UNKNOWN, EXIT_HANG, EXIT_SLOW = 3, 6, 7
 
@@ -73,7 +73,7 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
               pyspy: str, min_stall_s: float, timeout_s: float, ledger_path: Path | None,
               as_json: bool) -> None:
     """Is this running job stalled (and who hangs), or is one of its nodes slow?"""
-    from goodput_agent.analysis.live_stall import StallSettings
+    from goodput_agent.analysis.live.stall import StallSettings
     from goodput_agent.detect.check import CheckOptions
     from goodput_agent.detect.slurm_job import DumpSettings
     from goodput_agent.ledger import open_ledger
@@ -120,7 +120,7 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
                 context=kube_context))
     f = result.finding
     if as_json:
-        from goodput_agent.untrusted import json_text
+        from goodput_agent.core.untrusted import json_text
 
         doc = {"finding": f.model_dump(mode="json", exclude={"stacks": {"groups"}}),
                "report": json.loads(result.report.to_json()),
@@ -134,7 +134,7 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
 
 def _render(result) -> None:  # noqa: ANN001 - a detect.check.CheckResult
     from goodput_agent.cli.render import TerminalConsole, render_report
-    from goodput_agent.untrusted import markup
+    from goodput_agent.core.untrusted import markup
 
     console = TerminalConsole()
     f = result.finding

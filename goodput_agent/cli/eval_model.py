@@ -16,7 +16,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 class PlannerResult(BaseModel):
@@ -51,7 +51,7 @@ class CaseRow(BaseModel):
 
 
 def _same_node(a: str | None, b: str | None) -> bool | None:
-    from goodput_agent.analysis.observations import short_name
+    from goodput_agent.analysis.failure.observations import short_name
 
     if b is None:
         return None
@@ -60,7 +60,7 @@ def _same_node(a: str | None, b: str | None) -> bool | None:
 
 def _result(report: Any, expected: dict[str, Any], seconds: float,  # noqa: ANN401
             stats: Any, ledger: Any) -> PlannerResult:  # noqa: ANN401
-    from goodput_agent.planner.claude_store import usage_totals
+    from goodput_agent.planner.model_store import usage_totals
 
     rc, inv = report.root_cause, report.investigation_id or ""
     use = usage_totals(ledger, inv) or {}
@@ -129,7 +129,7 @@ def _render(rows: list[CaseRow], acc: dict[str, float], lowered: list[str], mode
     from rich.table import Table
 
     from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.untrusted import markup
+    from goodput_agent.core.untrusted import markup
 
     t = Table(title=f"offline vs {planner} ({markup(model)}): accuracy {acc['offline']:.0%} vs "
                     f"{acc['model']:.0%}; cases the model lowered: {len(lowered)}")

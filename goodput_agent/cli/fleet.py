@@ -12,8 +12,8 @@ from rich.table import Table
 
 from goodput_agent.cli.options import ledger_option
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_text, markup
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_text, markup
 
 TOP_NODES = 20
 
@@ -21,7 +21,7 @@ TOP_NODES = 20
 def _period(since_text: str | None, until_text: str | None):  # noqa: ANN202 - (start, end)
     """--since: a duration back (30d) or a window (START/END, which also sets the end);
     --until: an ISO 8601 time or a duration ago (2d). Either may be missing."""
-    from goodput_agent.timespec import looking_back
+    from goodput_agent.core.timespec import looking_back
 
     since = until = None
     if since_text:
@@ -39,7 +39,7 @@ def _period(since_text: str | None, until_text: str | None):  # noqa: ANN202 - (
 
 
 def _is_duration(text: str) -> bool:
-    from goodput_agent.timespec import parse_duration
+    from goodput_agent.core.timespec import parse_duration
 
     try:
         parse_duration(text)
@@ -51,7 +51,7 @@ def _is_duration(text: str) -> bool:
 def _instant(text: str):  # noqa: ANN202 - a datetime
     from datetime import UTC, datetime
 
-    from goodput_agent.timespec import parse_duration
+    from goodput_agent.core.timespec import parse_duration
 
     try:
         return datetime.now(UTC) - parse_duration(text)

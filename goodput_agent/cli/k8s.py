@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from goodput_agent.collect.base import Manifest
     from goodput_agent.collect.k8s_serving import LatencyWindows
     from goodput_agent.report import Report
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import line
 
 K8S_OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--k8s-job", "k8s_job", default=None, metavar="NS/NAME",
@@ -138,7 +138,7 @@ def collect_k8s_bundle(args: K8sArgs, out_dir: Path, timeout_s: float = 20.0) ->
 def latency_windows(args: K8sArgs) -> LatencyWindows | None:
     """The latency question's windows and service; only with --k8s-pod and --prometheus."""
     from goodput_agent.collect.k8s_serving import MAX_SPAN, LatencyWindows
-    from goodput_agent.timespec import looking_back, parse_window
+    from goodput_agent.core.timespec import looking_back, parse_window
 
     given = {"--baseline": args.baseline, "--incident": args.incident, "--since": args.since,
              "--service": args.service}

@@ -21,8 +21,8 @@ from goodput_agent.cli.k8s import (
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.render import TerminalConsole
 from goodput_agent.collect.base import Manifest
+from goodput_agent.core.untrusted import json_text, line, markup
 from goodput_agent.report import Report
-from goodput_agent.untrusted import json_text, line, markup
 
 SLURM_TIMEOUT_HELP = "Seconds to wait for each Slurm command."
 

@@ -14,15 +14,15 @@ from typing import Any
 import click
 
 from goodput_agent import __version__
-from goodput_agent.cli.chat import claude_options, claude_settings
 from goodput_agent.cli.k8s import K8sArgs, investigate_k8s, k8s_options
 from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
+from goodput_agent.cli.planner_options import model_settings, planner_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
 from goodput_agent.cli.term import SETTINGS, add_output_options, emit, wants_document
-from goodput_agent.errors import BadInput
-from goodput_agent.logs import configure
-from goodput_agent.untrusted import json_dumps, json_text, line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.logs import configure
+from goodput_agent.core.untrusted import json_dumps, json_text, line
 
 EXIT_BAD_INPUT = 2
 
@@ -142,9 +142,9 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
                   since_text: str | None, tz_name: str | None, timeout_s: float,
                   ledger_path: Path | None, as_json: bool, pictures_dir: Path | None = None
                   ) -> None:
+    from goodput_agent.core.timespec import looking_back, parse_window
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.timespec import looking_back, parse_window
 
     b = parse_window(baseline, tz_name=tz_name) if baseline else None
     i = parse_window(incident, tz_name=tz_name) if incident else None
@@ -165,7 +165,7 @@ def _live_latency(url: str, service: str | None, baseline: str | None, incident:
               help="With --prometheus (also with --k8s-pod: a vLLM pod's series): look back "
                    "this far for the change (6h), or search this window (10:00-11:00, "
                    "START/END).")
-@with_options(claude_options)
+@with_options(planner_options)
 @click.option("--slurm-job", "slurm_job", default=None, metavar="ID",
               help="Collect this Slurm job into a bundle beside the ledger, then investigate it.")
 @k8s_options
@@ -181,7 +181,7 @@ def investigate(bundle: Path | None, kind: str | None, pictures_dir: Path | None
     k8s = K8sArgs.pop(claude_flags)
     if ray_address and (k8s.wanted or slurm_job or prometheus_url):
         raise click.UsageError("--ray goes with a bundle (a directory or .tar.gz)")
-    claude = claude_settings(planner, claude_flags)  # None: the offline planner
+    claude = model_settings(planner, claude_flags)  # None: the offline planner
     if k8s.wanted:
         k8s.prometheus = prometheus_url  # with it: the nodes' DCGM series too (a vLLM pod's)
         k8s.since, k8s.service, k8s.tz_name = since_text, service, tz_name
@@ -256,7 +256,7 @@ def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path |
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
     from goodput_agent.cli.render import TerminalConsole, render_record
     from goodput_agent.ledger import open_ledger
-    from goodput_agent.planner.claude_store import usage_totals
+    from goodput_agent.planner.model_store import usage_totals
 
     with open_ledger(_existing(ledger_path), read_only=True, one_turn=True) as lg:
         inv_id = investigation_id or lg.latest_investigation_id()
@@ -303,7 +303,7 @@ def schema_report() -> None:
                    "replayed poll by poll, a few minutes; none of these in all).")
 @click.option("--limit", type=int, default=None,
               help="With a model planner: only the first N cases (a slow self-hosted model).")
-@with_options(claude_options)
+@with_options(planner_options)
 @json_option
 def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
              **claude_flags: object) -> None:
@@ -325,7 +325,7 @@ def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
         from goodput_agent.cli.eval_model import eval_with_model
 
         limit = claude_flags.pop("limit", None)
-        eval_with_model(cases, suite, as_json, claude_settings(planner, claude_flags), planner,
+        eval_with_model(cases, suite, as_json, model_settings(planner, claude_flags), planner,
                         limit)  # type: ignore[arg-type]
         return
 

@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from goodput_agent.cli.render import TerminalConsole
+from goodput_agent.core.untrusted import json_dumps, json_text, markup, visible
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.parsing.kernel_log import match_xid, norm_pci
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.nvml import NodeHealth, read_node
-from goodput_agent.untrusted import json_dumps, json_text, markup, visible
 
 MAX_KERNEL_XIDS = 200
 
@@ -114,7 +114,7 @@ def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log
     """This host's GPUs (NVML): temperature, power, clocks and throttle reasons, ECC, retired
     pages / remapped rows, NVLink, Xid events; and Xid lines from the kernel log. With
     --prometheus: any node's GPUs over a window, from DCGM exporter series."""
-    from goodput_agent.timespec import looking_back
+    from goodput_agent.core.timespec import looking_back
 
     window = looking_back(since_text)
     if prometheus_url:
@@ -132,7 +132,7 @@ def node_health(as_json: bool, xid_wait_s: float, since_text: str, no_kernel_log
 
 
 def _dcgm(url: str, window: TimeWindow, nodes: set[str] | None, as_json: bool) -> None:
-    from goodput_agent.errors import BadInput
+    from goodput_agent.core.errors import BadInput
     from goodput_agent.metrics.dcgm_health import gpu_health
     from goodput_agent.metrics.prometheus import PrometheusSource
 

@@ -8,8 +8,8 @@ import click
 
 from goodput_agent.cli.actions import _echo_json
 from goodput_agent.cli.options import json_option, ledger_option
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import line
 
 
 @click.group("policy")

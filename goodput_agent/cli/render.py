@@ -16,7 +16,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, Breakdown
+from goodput_agent.analysis.slowdown.model import PART_LABELS, PARTS, Breakdown
 from goodput_agent.cli.render_parts import (
     alternatives_table,
     cut_excerpt,
@@ -25,9 +25,9 @@ from goodput_agent.cli.render_parts import (
     timeline_table,
 )
 from goodput_agent.cli.term import SETTINGS, WIDE_COLUMNS
+from goodput_agent.core.untrusted import markup, rich_text, safe_segments, visible
 from goodput_agent.ledger import CHAT, INTERRUPTED, InvestigationRecord
 from goodput_agent.report import EvidenceItem, Report
-from goodput_agent.untrusted import markup, rich_text, safe_segments, visible
 
 
 class TerminalConsole(Console):
@@ -217,7 +217,7 @@ def render_record(rec: InvestigationRecord, console: Console,
                   usage: dict | None = None) -> None:
     inv = rec.investigation
     llm = ""
-    if usage:  # the LLM planner's calls (planner/claude_store.usage_totals)
+    if usage:  # the LLM planner's calls (planner/model_store.usage_totals)
         cost = usage.get("cost_usd")
         llm = (f"\nmodel {usage['model']} · {usage['calls']} calls · tokens in "
                f"{usage['input_tokens'] or 0} (cache write {usage['cache_write'] or 0}, read "

@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.tree import Tree
 
+from goodput_agent.core.untrusted import markup
 from goodput_agent.ledger import InvestigationRecord
-from goodput_agent.untrusted import markup
 
 _STYLE = {"approval": "green", "rejection": "red", "refusal": "red", "execution": "bold",
           "execution_started": "dim", "verification": "cyan"}

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from goodput_agent.cli.term import SETTINGS
+from goodput_agent.core.untrusted import visible
 from goodput_agent.report import Alternative, EvidenceItem, ProposedAction, TimelineEntry
-from goodput_agent.untrusted import visible
 
 EXCERPT_LINES = 4  # of an evidence excerpt, unless --wide
 EXCERPT_CHARS = 360

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from goodput_agent.cli.options import ledger_option, with_options
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 def _ledger(path: Path | None) -> Path:
@@ -113,7 +113,7 @@ def serve_cmd(ledger_path: Path | None, host: str, port: int, slurm_conf: Path |
     people the server authenticated (personal tokens, or a sign-on proxy in front)."""
     import uvicorn
 
-    from goodput_agent.arenas import cap_malloc_arenas
+    from goodput_agent.core.arenas import cap_malloc_arenas
     from goodput_agent.web.app import create_app
 
     cap_malloc_arenas()  # a long-running server whose request threads come and go
@@ -157,7 +157,7 @@ def failure_timeline_cmd(investigation_id: str | None, ledger_path: Path | None,
     if written is None:
         raise BadInput(f"{inv_id}: no failure event has a time; nothing to draw")
     if as_json:
-        from goodput_agent.untrusted import json_dumps
+        from goodput_agent.core.untrusted import json_dumps
 
         click.echo(json_dumps({"investigation_id": inv_id, "svg": str(written.resolve()),
                                "entries": [e.model_dump(mode="json") for e in report.timeline],

@@ -90,7 +90,7 @@ def emit(document: str | Any) -> None:  # noqa: ANN401 - a JSON text or JSON-rea
     """Print a command's document as JSON, or YAML with -o yaml. The JSON text has already
     been through untrusted.json_text (control characters as visible escapes), and YAML keeps
     those escapes as the literal text they are."""
-    from goodput_agent.untrusted import json_dumps, json_text
+    from goodput_agent.core.untrusted import json_dumps, json_text
 
     text = json_text(document) if isinstance(document, str) else json_dumps(document)
     if SETTINGS.format == "yaml":

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from goodput_agent.cli.options import json_option, ledger_option
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps, line
 
 
 @click.group("token")
@@ -28,9 +28,9 @@ def token_group() -> None:
 def create_cmd(person: str, expires: str, as_json: bool, ledger_path: Path | None) -> None:
     """Create a token for PERSON; it is printed once, the ledger keeps its hash."""
     from goodput_agent.approval.identity import login_identity
+    from goodput_agent.core.timespec import parse_duration
     from goodput_agent.ledger import open_ledger
     from goodput_agent.ledger.tokens import create_token
-    from goodput_agent.timespec import parse_duration
 
     person = person.strip()
     if not person or any(c.isspace() for c in person):

@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING
 
 import click
 
-from goodput_agent.analysis.trace_select import load_one, pick_step
+from goodput_agent.analysis.slowdown.trace_select import load_one, pick_step
 from goodput_agent.cli.options import json_option
 from goodput_agent.cli.ray_option import ray_option, ray_runner
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, json_text, line, markup
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps, json_text, line, markup
 
 if TYPE_CHECKING:  # imported where used: `goodput --help` stays quick
     from rich.console import Console
     from rich.table import Table
 
-    from goodput_agent.analysis.rank_digest import TraceDigest
-    from goodput_agent.analysis.slowdown_model import (
+    from goodput_agent.analysis.slowdown.model import (
         Breakdown,
         RankBreakdown,
         SlowdownVerdict,
     )
-    from goodput_agent.parallel import Runner
-    from goodput_agent.parsing.trace_model import Trace
+    from goodput_agent.analysis.slowdown.rank_digest import TraceDigest
+    from goodput_agent.core.parallel import Runner
+    from goodput_agent.parsing.kineto.model import Trace
 
 EXIT_NO_VERDICT = 3
 _top = click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000),
@@ -47,7 +47,7 @@ def load_run(path: Path) -> list[Trace]:
     bundle), named by their path under `path`'s own name."""
     if not path.is_dir():
         return [load_one(path)]
-    from goodput_agent.parsing.trace_load import load_traces
+    from goodput_agent.parsing.kineto.load import load_traces
 
     found = _trace_jobs(path)
     return _kept(path, load_traces(found))
@@ -85,7 +85,7 @@ def load_runs(paths: list[Path], runner: Runner | None) -> list[list]:
     the cluster in one go (progress counts them all), digests instead of whole traces."""
     if runner is None:
         return [load_run(p) for p in paths]
-    from goodput_agent.analysis.rank_digest import digest_traces
+    from goodput_agent.analysis.slowdown.rank_digest import digest_traces
 
     jobs: list[list[tuple[Path, str, str | None]]] = []
     for p in paths:
@@ -129,7 +129,7 @@ def _table(title: str) -> Table:
 
 
 def _part_cols(t: Table) -> None:
-    from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS
+    from goodput_agent.analysis.slowdown.model import PART_LABELS, PARTS
 
     for p in PARTS:
         t.add_column(PART_LABELS[p], justify="right")
@@ -142,7 +142,7 @@ def _who(rk: RankBreakdown) -> str:
 
 
 def _steps_table(rk: RankBreakdown) -> Table:
-    from goodput_agent.analysis.slowdown_model import PARTS
+    from goodput_agent.analysis.slowdown.model import PARTS
 
     t = _table("Steps on the GPU timeline (ms; the seven parts sum to the step)")
     t.add_column("step", justify="right")
@@ -183,7 +183,7 @@ def trace() -> None:
 @ray_option
 def summary(trace_file: Path, as_json: bool, top: int, ray_address: str | None) -> None:
     """The per-step breakdown of one trace and its heaviest kernel families."""
-    from goodput_agent.analysis.trace_steps import rank_breakdown
+    from goodput_agent.analysis.slowdown.trace_steps import rank_breakdown
 
     runner = ray_runner(ray_address)
     if runner is not None and trace_file.is_dir():  # as load_one says it
@@ -216,8 +216,8 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str |
     median step's parts per rank, kernel families per call, and the verdict. --json prints
     {"breakdown": <Breakdown>, "verdict": <SlowdownVerdict>}; exit 3 when there is no verdict."""
 
-    from goodput_agent.analysis.rank_digest import analyse_digests
-    from goodput_agent.analysis.slowdown import analyse
+    from goodput_agent.analysis.slowdown.analyze import analyse
+    from goodput_agent.analysis.slowdown.rank_digest import analyse_digests
 
     runner = ray_runner(ray_address)
     base_traces, slow_traces = load_runs([base, slow], runner)
@@ -238,7 +238,7 @@ def diff_cmd(base: Path, slow: Path, as_json: bool, top: int, ray_address: str |
 
 
 def _render_diff(b: Breakdown, verdict: SlowdownVerdict, top: int, console: Console) -> None:
-    from goodput_agent.analysis.slowdown_model import PARTS
+    from goodput_agent.analysis.slowdown.model import PARTS
     from goodput_agent.pictures.breakdown_bars import groups, rank_label
 
     t = _table("Median step per rank (ms): baseline, incident and the change")

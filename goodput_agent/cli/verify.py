@@ -15,7 +15,7 @@ from rich.table import Table
 from goodput_agent.cli.actions import _echo_json, _ledger_path
 from goodput_agent.cli.options import json_option, ledger_option
 from goodput_agent.cli.render import TerminalConsole
-from goodput_agent.untrusted import markup
+from goodput_agent.core.untrusted import markup
 
 
 @click.command("verify")
@@ -45,8 +45,8 @@ def verify_cmd(investigation_id: str, after: Path | None, slurm_job: str | None,
 
     source = window = None
     if prometheus_url:
+        from goodput_agent.core.timespec import looking_back
         from goodput_agent.metrics.prometheus import PrometheusSource
-        from goodput_agent.timespec import looking_back
 
         window = looking_back(since_text or "1h")
         source = PrometheusSource(prometheus_url, horizon=window)

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 from goodput_agent.cli.options import ledger_option, with_options
 from goodput_agent.cli.serve import page_options, serve_config, start_pages
-from goodput_agent.errors import BadInput
-from goodput_agent.untrusted import json_dumps, line
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.untrusted import json_dumps, line
 
 EXIT_SOURCE_DOWN, EXIT_INCIDENT_FAILED = 4, 5
 
@@ -85,7 +85,7 @@ source_options: list[Callable[[Any], Any]] = [
 
 
 def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
-    from goodput_agent.timespec import looking_back
+    from goodput_agent.core.timespec import looking_back
     from goodput_agent.watch.slurm_source import SlurmFilters
     from goodput_agent.watch.sources import SourceOptions
 
@@ -95,7 +95,7 @@ def _source_options(flags: dict[str, Any], timeout_s: float):  # noqa: ANN202
     kubectl = flags.pop("kubectl")
     live_options = None
     if live:
-        from goodput_agent.analysis.live_stall import StallSettings
+        from goodput_agent.analysis.live.stall import StallSettings
         from goodput_agent.detect.check import CheckOptions
         from goodput_agent.detect.slurm_job import DumpSettings
 
@@ -170,7 +170,7 @@ def watch(ctx: click.Context, once: bool, interval_s: float, concurrency: int,
     the cursors live in the ledger: a restart resumes, a kill loses nothing)."""
     if ctx.invoked_subcommand:
         return
-    from goodput_agent.arenas import cap_malloc_arenas
+    from goodput_agent.core.arenas import cap_malloc_arenas
 
     cap_malloc_arenas()  # before any thread starts: RSS flat over a day of investigations
     from goodput_agent.ledger import open_ledger
@@ -252,7 +252,7 @@ def render_status(status: WatchStatus) -> None:
     from rich.table import Table
 
     from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.untrusted import markup
+    from goodput_agent.core.untrusted import markup
     from goodput_agent.watch.status import age, when
 
     console = TerminalConsole()

@@ -21,9 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from goodput_agent import __version__
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.redact import redact, redact_data
 from goodput_agent.metrics.source import TimeWindow
-from goodput_agent.redact import redact, redact_data
 from goodput_agent.sources.errors import SourceError
 
 MANIFEST_NAME = "manifest.json"

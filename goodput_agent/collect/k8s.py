@@ -31,6 +31,7 @@ from goodput_agent.collect.base import BundleWriter, Manifest
 from goodput_agent.collect.k8s_owner import collect_owners
 from goodput_agent.collect.k8s_serving import choose_question
 from goodput_agent.collect.k8s_target import K8sTarget, as_list
+from goodput_agent.core.timespec import rfc3339 as _ts
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.sources.errors import NotFound, SourceError
 from goodput_agent.sources.k8s import (
@@ -41,7 +42,6 @@ from goodput_agent.sources.k8s import (
     pod_nodes,
     split_ref,
 )
-from goodput_agent.timespec import rfc3339 as _ts
 
 log = structlog.get_logger(__name__)
 

@@ -25,7 +25,7 @@ import yaml
 
 from goodput_agent.collect.base import BundleWriter, command_text
 from goodput_agent.collect.k8s_target import K8sTarget, LatencyWindows
-from goodput_agent.events import Role
+from goodput_agent.core.events import Role
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.metrics.vllm_names import parse_engine_args
 from goodput_agent.parsing.k8s.verdicts import classify_termination

@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_failslow import FailSlowVerdict
-from goodput_agent.analysis.live_stacks import StackVerdict, busy, group_ranks
-from goodput_agent.analysis.live_stall import Phase, StallSettings, StallVerdict, judge_stall
+from goodput_agent.analysis.live.failslow import FailSlowVerdict
+from goodput_agent.analysis.live.stacks import StackVerdict, busy, group_ranks
+from goodput_agent.analysis.live.stall import Phase, StallSettings, StallVerdict, judge_stall
 from goodput_agent.parsing.pyspy_dump import ProcessDump
 
 FindingKind = Literal["hang", "straggler", "gpu_throttling", "healthy", "unknown"]

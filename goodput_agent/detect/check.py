@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
+from goodput_agent.core.events import Event
 from goodput_agent.detect.assess import Finding, assess
 from goodput_agent.detect.record import Read, evidence, record
 from goodput_agent.detect.slurm_job import DumpSettings, SlurmLook, look
-from goodput_agent.events import Event
 from goodput_agent.ledger import Ledger
 from goodput_agent.report import Report
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.assess import Observation, stall_of
 from goodput_agent.detect.progress import ProgressLog, read_progress
 from goodput_agent.detect.slurm_job import DumpSettings
-from goodput_agent.errors import BadInput
 from goodput_agent.sources.stack_dumps import RankDumps, assemble, pod_script_argv, run_command
 
 LOG_TAIL = 20_000

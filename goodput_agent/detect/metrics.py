@@ -2,7 +2,7 @@
 metric, each node's median over 30 s (`quantile_over_time(0.5, m[30s])`), averaged over the
 node's GPUs (`avg by (<node label>)`), at every poll of the last 40 s. Only one number per
 node and time comes back (512 nodes x 5 points per metric), never the raw samples; the peer
-comparison (analysis/live_failslow.py) runs on those.
+comparison (analysis/live/failslow.py) runs on those.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_failslow import FailSlowVerdict, judge_failslow
+from goodput_agent.analysis.live.failslow import FailSlowVerdict, judge_failslow
 from goodput_agent.metrics.source import TimeWindow
 
 WINDOW = "30s"

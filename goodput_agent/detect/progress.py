@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import Phase
+from goodput_agent.analysis.live.stall import Phase
 from goodput_agent.parsing.lines import read_tail
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any
 

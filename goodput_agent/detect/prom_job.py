@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.assess import Observation
-from goodput_agent.errors import BadInput
 
 HISTORY = "2h"
 _SELECTOR = re.compile(r'^\s*[A-Za-z_][A-Za-z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*'

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from goodput_agent import __version__
 from goodput_agent.analysis.advice import Advice
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.detect.assess import Finding
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import ClaimDraft, Conclusion, ProposalDraft
 from goodput_agent.planner.loop import record_conclusion

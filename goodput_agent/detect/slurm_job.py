@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.analysis.live_stall import StallSettings
+from goodput_agent.analysis.live.stall import StallSettings
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.assess import Observation, stall_of
 from goodput_agent.detect.progress import ProgressCache, ProgressLog, read_progress
-from goodput_agent.errors import BadInput
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.stack_dumps import RankDumps, slurm_stacks

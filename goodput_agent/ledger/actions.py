@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger.core import InvestigationRecord, Ledger, fetch
 from goodput_agent.ledger.schema import insert_sql
 

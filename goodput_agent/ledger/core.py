@@ -23,7 +23,7 @@ import duckdb
 from pydantic import BaseModel, computed_field
 
 import goodput_agent.ledger.schema as schema
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger.files import LedgerFile
 from goodput_agent.ledger.staging import Staging
 

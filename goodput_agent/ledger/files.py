@@ -35,7 +35,7 @@ from pathlib import Path
 
 import duckdb
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 WAIT_S = 30.0  # how long a session waits for the other processes' turns
 HOLD_S = 0.1  # busy this long, a process lets go when someone waits

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger.core import Ledger, fetch
 
 # the job an investigated folder is about. Live collection names it

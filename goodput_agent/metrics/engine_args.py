@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.metrics.vllm_names import ConfigRevision, parse_engine_args
 from goodput_agent.parsing.lines import (
     plain_suffix,

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from goodput_agent.timespec import TimeWindow  # noqa: F401 - where the metrics code imports it
+from goodput_agent.core.timespec import TimeWindow  # noqa: F401 - where the metrics code imports it
 
 
 class Selector(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.parsing.timefmt import ClockPolicy
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.events import Locator
+from goodput_agent.core.events import Locator
 from goodput_agent.parsing.base import ParseContext, ParseError
 
 MAX_JSON_BYTES = 50 * 1024 * 1024

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Clock, Event, EventKind, Locator
+from goodput_agent.core.events import Clock, Event, EventKind, Locator
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.kernel_log import norm_pci
+from goodput_agent.parsing.kernel_log.xid_catalog import lookup
 from goodput_agent.parsing.lines import iter_lines, read_whole_text
-from goodput_agent.parsing.xid_catalog import lookup
 
 _SAMPLE = re.compile(
     r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>\S+))?"

@@ -31,11 +31,7 @@ def parsers() -> tuple[Parser, ...]:
         job_log,
         job_script,
         k8s,
-        k8s_describe,
-        k8s_manifest,
-        k8s_tables,
         kernel_log,
-        kineto,
         openmetrics,
         sglang_log,
         slurm,
@@ -43,6 +39,10 @@ def parsers() -> tuple[Parser, ...]:
         torchelastic,
         vllm_log,
     )
+    from goodput_agent.parsing.k8s import describe as k8s_describe
+    from goodput_agent.parsing.k8s import manifest as k8s_manifest
+    from goodput_agent.parsing.k8s import tables as k8s_tables
+    from goodput_agent.parsing.kineto import parser as kineto
 
     # Structured formats first (they are unambiguous), free-text logs last.
     return (

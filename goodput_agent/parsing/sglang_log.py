@@ -21,7 +21,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.lines import LineCount, scan_lines
 from goodput_agent.parsing.timefmt import ClockPolicy

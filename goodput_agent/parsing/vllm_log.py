@@ -14,7 +14,7 @@ Lines carry vLLM's logger prefix `INFO 03-17 15:38:10 [loggers.py:259]` (no year
 year is assumed, as for syslog) and often a process prefix (`(APIServer pid=11574)`).
 
 Events are context (the engine's state, never a failure); the latency question weighs them
-(analysis/engine_log.py) when the bundle has no latency histograms.
+(analysis/latency/engine_log.py) when the bundle has no latency histograms.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import LineCount, scan_lines

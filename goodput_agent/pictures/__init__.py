@@ -6,7 +6,7 @@ kind on the timeline has the colour of the breakdown part it falls into.
 
 from __future__ import annotations
 
-from goodput_agent.parsing.trace_model import COMM, COMPUTE, MEMCPY, MEMSET
+from goodput_agent.parsing.kineto.model import COMM, COMPUTE, MEMCPY, MEMSET
 
 PART_COLOURS = {
     "compute_us": "#4c78a8",

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from goodput_agent.accounting.model import Attempt, JobAccount, Segment
-from goodput_agent.svg import Scale, Svg, axis, grid, legend
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend
 
 WIDTH = 1000.0
 LABEL_W = 200.0

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.analysis.slowdown_model import (
+from goodput_agent.analysis.slowdown.model import (
     PART_LABELS,
     PARTS,
     Breakdown,
     RankBreakdown,
     RunBreakdown,
 )
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend, nice_ticks
 from goodput_agent.pictures import PART_COLOURS
-from goodput_agent.svg import Scale, Svg, axis, grid, legend, nice_ticks
 
 WIDTH = 1000.0
 LABEL_W = 230.0

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend
 from goodput_agent.report import Report, TimelineEntry
-from goodput_agent.svg import Scale, Svg, axis, grid, legend
 
 WIDTH = 1100.0
 LABEL_W = 190.0

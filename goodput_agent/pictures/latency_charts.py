@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from goodput_agent.analysis.latency_model import LatencyResult
-from goodput_agent.svg import Scale, Svg, axis, grid, legend, nice_ticks, tick_label
+from goodput_agent.analysis.latency.model import LatencyResult
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend, nice_ticks, tick_label
 
 WIDTH = 1000.0
 LEFT, RIGHT, TOP = 70.0, 20.0, 48.0

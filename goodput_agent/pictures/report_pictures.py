@@ -36,8 +36,8 @@ def draw_report_pictures(report: Report, out: Path, bundle_root: Path | None = N
 def draw_slowdown_pictures(report: Report, root: Path, out: Path) -> list[str]:
     """The breakdown as stacked bars, and the representative step of the rank the verdict names
     (else the first incident rank) as a timeline. Returns the files written."""
-    from goodput_agent.analysis.trace_steps import steps_of
-    from goodput_agent.parsing.trace_load import load_trace
+    from goodput_agent.analysis.slowdown.trace_steps import steps_of
+    from goodput_agent.parsing.kineto.load import load_trace
     from goodput_agent.pictures.breakdown_bars import draw_breakdown_bars
     from goodput_agent.pictures.trace_timeline import draw_step_timeline
 

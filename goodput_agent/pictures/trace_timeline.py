@@ -16,11 +16,16 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
-from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, StepBreakdown
-from goodput_agent.analysis.trace_steps import RankTimeline, is_dataloader, is_sync, step_parts
-from goodput_agent.parsing.trace_model import MEMSET, CpuSpan, GpuOp, Step, Trace
+from goodput_agent.analysis.slowdown.model import PART_LABELS, PARTS, StepBreakdown
+from goodput_agent.analysis.slowdown.trace_steps import (
+    RankTimeline,
+    is_dataloader,
+    is_sync,
+    step_parts,
+)
+from goodput_agent.core.svg import Scale, Svg, axis, grid, legend
+from goodput_agent.parsing.kineto.model import MEMSET, CpuSpan, GpuOp, Step, Trace
 from goodput_agent.pictures import KIND_COLOURS, PART_COLOURS
-from goodput_agent.svg import Scale, Svg, axis, grid, legend
 
 WIDTH = 1200.0
 LABEL_W = 200.0

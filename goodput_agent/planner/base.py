@@ -7,8 +7,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.slowdown_model import Breakdown
-from goodput_agent.events import Event
+from goodput_agent.analysis.slowdown.model import Breakdown
+from goodput_agent.core.events import Event
 from goodput_agent.report import Alternative, ClockNote, Retry, TimelineEntry
 
 # a model's tool-call arguments that were not a JSON object, kept as text under this key

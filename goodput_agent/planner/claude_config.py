@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 

@@ -13,11 +13,11 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from goodput_agent import __version__
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
+from goodput_agent.core.redact import redact, redact_data
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.report_pictures import PictureHook
 from goodput_agent.planner.base import ClaimDraft, Conclusion, Planner, StepResult, ToolCall
-from goodput_agent.redact import redact, redact_data
 from goodput_agent.report import EvidenceItem, ProposedAction, Report, RootCause
 from goodput_agent.toolkit import ToolContext, ToolUnavailable, registry
 

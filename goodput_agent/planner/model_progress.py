@@ -9,7 +9,7 @@ import threading
 import time
 from typing import TextIO
 
-from goodput_agent.untrusted import line
+from goodput_agent.core.untrusted import line
 
 REDRAW_S = 0.5
 

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from goodput_agent import __version__
 from goodput_agent.ledger import Ledger
 from goodput_agent.pictures.report_pictures import PictureHook
-from goodput_agent.planner.claude import Agent, BudgetSpent, ToolOutcome, system_prompt
 from goodput_agent.planner.claude_client import (
     ContextExceeded,
     MessagesClient,
@@ -23,8 +22,9 @@ from goodput_agent.planner.claude_client import (
     Turn,
 )
 from goodput_agent.planner.claude_config import ClaudeSettings
-from goodput_agent.planner.claude_report import model_report
-from goodput_agent.planner.claude_tools import FinishInput
+from goodput_agent.planner.model_agent import Agent, BudgetSpent, ToolOutcome, system_prompt
+from goodput_agent.planner.model_report import model_report
+from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.report import CATEGORIES, Report
 from goodput_agent.toolkit import ToolContext
 

@@ -13,15 +13,15 @@ import json
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from goodput_agent.analysis.failure_model import FailureVerdict
-from goodput_agent.analysis.observations import short_name
-from goodput_agent.events import Event, Role
+from goodput_agent.analysis.failure.model import FailureVerdict
+from goodput_agent.analysis.failure.observations import short_name
+from goodput_agent.core.events import Event, Role
 from goodput_agent.ledger.actions import actions_of
 from goodput_agent.ledger.records import evidence_rows
 from goodput_agent.planner.base import ClaimDraft, Conclusion, ToolCall
-from goodput_agent.planner.claude_report import model_report
-from goodput_agent.planner.claude_tools import FinishInput
 from goodput_agent.planner.loop import execute, record_conclusion
+from goodput_agent.planner.model_report import model_report
+from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.planner.offline import failure_conclusion
 from goodput_agent.planner.proposals import JobRefs
 from goodput_agent.planner.unknowns import with_missing_evidence
@@ -30,7 +30,7 @@ from goodput_agent.tools.failure_verdict import FailureVerdictOutput
 
 if TYPE_CHECKING:
     from goodput_agent.pictures.report_pictures import PictureHook
-    from goodput_agent.planner.claude import Agent
+    from goodput_agent.planner.model_agent import Agent
 
 ADOPTED_CAP = 0.5  # a verdict the analysis did not reach itself promises no more than this
 
@@ -102,7 +102,7 @@ def _adopted(f: FinishInput, v: FailureVerdict, support: list[Event], claim_id: 
                            confidence=min(v.confidence, 0.5), node=v.node, rank=v.rank,
                            why_not=f"the model's claim {claim_id} cited an earlier "
                                    f"{f.category} event: {support[0].summary[:160]}")
-    from goodput_agent.analysis.failure_model import Alternative as Found
+    from goodput_agent.analysis.failure.model import Alternative as Found
 
     return v.model_copy(update={
         "category": f.category, "node": f.node or v.node,

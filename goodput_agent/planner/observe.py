@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from goodput_agent.analysis.observations import Activity, Observations
+from goodput_agent.analysis.failure.observations import Activity, Observations
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
 from goodput_agent.planner.scheduler_facts import SchedulerFacts
 from goodput_agent.toolkit import EventsOutput

@@ -3,16 +3,16 @@ of question through the same loop, tools and ledger that the LLM planner uses.""
 
 from __future__ import annotations
 
-from goodput_agent.analysis.failure import Alternative as FoundAlternative
-from goodput_agent.analysis.failure import FailureVerdict, diagnose
-from goodput_agent.analysis.failure_notes import on_culprit_chain
-from goodput_agent.analysis.latency_model import LatencyResult, LatencyVerdict
-from goodput_agent.analysis.observations import Observations
-from goodput_agent.analysis.remedy import Remedy, remedy
-from goodput_agent.analysis.slowdown_model import SlowdownVerdict
-from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
+from goodput_agent.analysis.failure.analyze import Alternative as FoundAlternative
+from goodput_agent.analysis.failure.analyze import FailureVerdict, diagnose
+from goodput_agent.analysis.failure.notes import on_culprit_chain
+from goodput_agent.analysis.failure.observations import Observations
+from goodput_agent.analysis.failure.remedy import Remedy, remedy
+from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
+from goodput_agent.analysis.slowdown.model import SlowdownVerdict
+from goodput_agent.analysis.slowdown.remedy import slowdown_remedy
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import Event, Role
+from goodput_agent.core.events import Event, Role
 from goodput_agent.parsing.registry import (
     JOB_LOG_FORMATS,
     METRICS_FORMATS,

@@ -15,13 +15,13 @@ from typing import Any
 import requests
 import structlog
 
+from goodput_agent.core.untrusted import line
 from goodput_agent.planner.claude_client import ContextExceeded, ModelCallFailed, network_reason
 from goodput_agent.planner.model_progress import TerminalProgress
 from goodput_agent.planner.model_run import ModelRunStats
 from goodput_agent.planner.model_run import investigate as model_investigate
 from goodput_agent.planner.openai_client import ChatCompletionsClient, ToolsUnsupported
 from goodput_agent.planner.openai_config import OpenAICompatSettings
-from goodput_agent.untrusted import line
 
 log = structlog.get_logger(__name__)
 PLANNER_NAME = "openai-compatible"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.planner.claude_config import (
     ClaudeSettings,
     _file_settings,

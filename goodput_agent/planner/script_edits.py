@@ -17,10 +17,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.remedy import Proposal, Remedy
+from goodput_agent.analysis.failure.analyze import FailureVerdict
+from goodput_agent.analysis.failure.remedy import Proposal, Remedy
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import EventKind
+from goodput_agent.core.events import EventKind
 from goodput_agent.planner.workload_edits import oom_limit_patch
 
 # micro-batch first: a script with both a global and a per-GPU size names the per-GPU one

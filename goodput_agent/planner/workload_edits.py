@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from goodput_agent.analysis.advice import Advice
-from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.latency_model import ConfigChange, LatencyResult
-from goodput_agent.analysis.remedy import Proposal
+from goodput_agent.analysis.failure.analyze import FailureVerdict
+from goodput_agent.analysis.failure.remedy import Proposal
+from goodput_agent.analysis.latency.model import ConfigChange, LatencyResult
 from goodput_agent.bundle import Inventory
-from goodput_agent.events import EventKind
+from goodput_agent.core.events import EventKind
 from goodput_agent.planner.base import ProposalDraft
 from goodput_agent.tools.k8s_patch_workload import new_args
 

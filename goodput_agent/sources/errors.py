@@ -7,7 +7,7 @@ it in the manifest (`kind` says which of these it was) and the report lists the 
 
 from __future__ import annotations
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 
 class SourceError(BadInput):

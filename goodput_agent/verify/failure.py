@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from goodput_agent import failure_classes
+from goodput_agent.core import failure_classes
 from goodput_agent.verify.model import VerifyResult
 
 # "step 2230/57328", "Iteration: 17"; not Slurm's "STEP 48213.0" (job steps)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.analysis.latency_model import WindowStats
+from goodput_agent.analysis.latency.model import WindowStats
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.verify.model import PhaseChange, VerifyResult
 from goodput_agent.verify.stats import grade
@@ -33,7 +33,7 @@ def window_of(source: Any, e2e: str, window: TimeWindow | None) -> TimeWindow | 
 def stats_of(source: Any, revisions: list, labels: dict[str, str],
              window: TimeWindow | None) -> tuple[WindowStats | None, str]:
     """The after window's numbers from any metrics source (bundle files or a live Prometheus)."""
-    from goodput_agent.analysis.latency_measure import Ask, window_stats
+    from goodput_agent.analysis.latency.measure import Ask, window_stats
     from goodput_agent.metrics.vllm_names import resolve_all
 
     names = resolve_all(source.metric_names())

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from goodput_agent.approval import store
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.actions import actions_of, add_investigation_event
 from goodput_agent.ledger.records import conclusion_row, investigation_row

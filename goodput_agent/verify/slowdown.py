@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from goodput_agent.analysis.slowdown_model import PART_LABELS, PARTS, RunBreakdown
+from goodput_agent.analysis.slowdown.model import PART_LABELS, PARTS, RunBreakdown
 from goodput_agent.verify.model import PhaseChange, VerifyResult
 from goodput_agent.verify.stats import bootstrap_diff, grade
 

@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, Field, ValidationError
 
-from goodput_agent import untrusted
+from goodput_agent.core import untrusted
 from goodput_agent.watch.alerts import Alert, alert_trigger
 from goodput_agent.watch.trigger import Trigger, TriggerSink
 

@@ -145,9 +145,9 @@ def _node(trigger: Trigger, out_dir: Path, settings: CollectSettings) -> None:
 
 
 def _latency(trigger: Trigger, ledger: Ledger, settings: CollectSettings) -> Report:
+    from goodput_agent.core.timespec import looking_back
     from goodput_agent.investigate import investigate_prometheus
     from goodput_agent.metrics.source import TimeWindow
-    from goodput_agent.timespec import looking_back
 
     c = trigger.collect
     url = settings.prometheus_url  # never from the alert: its text chooses no address

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from goodput_agent.timespec import rfc3339 as when
+from goodput_agent.core.timespec import rfc3339 as when
 from goodput_agent.watch.trigger import Trigger
 
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.assess import Finding, assess
 from goodput_agent.detect.check import CheckOptions
-from goodput_agent.errors import BadInput
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.watch.live_source import LIVE_INTERVAL_S
 from goodput_agent.watch.trigger import Poll, SourceDown, Trigger

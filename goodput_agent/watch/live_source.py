@@ -16,11 +16,11 @@ import logging
 import time
 from datetime import UTC, datetime
 
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.assess import Finding, assess
 from goodput_agent.detect.check import CheckOptions
 from goodput_agent.detect.progress import ProgressCache
 from goodput_agent.detect.slurm_job import look
-from goodput_agent.errors import BadInput
 from goodput_agent.sources.errors import SourceError
 from goodput_agent.sources.slurm import SlurmCLI
 from goodput_agent.watch.slurm_source import SlurmFilters

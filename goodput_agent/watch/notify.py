@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity import wait_exponential as backoff
 
+from goodput_agent.core.untrusted import line
 from goodput_agent.report import Report
-from goodput_agent.untrusted import line
 from goodput_agent.watch.runner import NotifyResult
 from goodput_agent.watch.trigger import Trigger
 

@@ -20,7 +20,6 @@ The rows are read by the bundle's own parsers (parsing/slurm.py), not parsed aga
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -29,7 +28,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.events import Event
+from goodput_agent.core.events import Event
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.parsing.timefmt import ClockPolicy
 from goodput_agent.sources.errors import SourceError
@@ -245,12 +244,3 @@ class SlurmWatchSource:
             occurred_at=since or datetime.now(UTC), nodes=[node], collect={"node": node},
             labels={"cluster": cluster} | ({"switches": switch} if switch else {}),
             detail=reason)
-
-
-def cursor_summary(cursor: str | None) -> str:
-    if not cursor:
-        return "(none)"
-    try:
-        return json.loads(cursor).get("end", cursor)
-    except ValueError:
-        return cursor

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.watch.slurm_source import SlurmFilters
 from goodput_agent.watch.trigger import Poll, TriggerSink, WatchSource
 

@@ -5,7 +5,7 @@ Pages only read (one short read session of the ledger per request, goodput_agent
 Approve and reject — by a person the server authenticated (web/people.py) — go through the
 approval gate on the CLI's own path (goodput_agent/approval/decide.py); nothing else writes.
 
-Each page is a module (routes_*.py) with `routes(site) -> list[BaseRoute]`; a new page is one
+Each page is a module (web/pages/*.py) with `routes(site) -> list[BaseRoute]`; a new page is one
 new module and one line in PAGES (its routes function). What the pages share (templates, the
 ledger lock, the picture cache, reading and writing the ledger) is web/site.py.
 """
@@ -26,23 +26,21 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
-from goodput_agent.web import (
-    routes_actions,
-    routes_chat,
-    routes_investigations,
-    routes_login,
-    routes_pictures,
-    security,
-)
-from goodput_agent.web.account_page import account_routes
+from goodput_agent.web import security
 from goodput_agent.web.config import ServeConfig
-from goodput_agent.web.fleet_page import fleet_route
+from goodput_agent.web.pages import actions as routes_actions
+from goodput_agent.web.pages import chat as routes_chat
+from goodput_agent.web.pages import investigations as routes_investigations
+from goodput_agent.web.pages import login as routes_login
+from goodput_agent.web.pages import pictures as routes_pictures
+from goodput_agent.web.pages.account import account_routes
+from goodput_agent.web.pages.fleet import fleet_route
+from goodput_agent.web.pages.watch import watch_routes
 from goodput_agent.web.people import Asker, asker
 from goodput_agent.web.security import SESSION_COOKIE, TOKEN_COOKIE
 from goodput_agent.web.site import HERE, SVG_CSP, Site
-from goodput_agent.web.watch_page import watch_routes
 
 __all__ = ["PAGES", "ServeConfig", "create_app"]
 

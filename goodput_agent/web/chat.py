@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from goodput_agent.ledger.records import investigation_row
 from goodput_agent.web.excerpt import bundle_root
@@ -39,7 +39,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def conversation(ledger: Ledger, inv_id: str) -> list[dict[str, str]]:
     """What a person reads: questions, answers and one line per tool call (tool results and
     the ledger context given to the model are left out)."""
-    from goodput_agent.planner.claude_store import chat_messages
+    from goodput_agent.planner.model_store import chat_messages
 
     messages = chat_messages(ledger, inv_id)
     out: list[dict[str, str]] = []

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from goodput_agent.core.redact import redact
 from goodput_agent.parsing.lines import iter_lines
-from goodput_agent.redact import redact
 
 CONTEXT_LINES = 8
 _FILE_LINES = re.compile(r"^(?P<path>[^\[\]]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
@@ -124,7 +124,7 @@ def draw_trace_step(target: str | None, locator: str, out: Path,
     """The step a trace evidence item names, drawn as the CLI's step timeline (`goodput trace
     timeline`) from the bundle's trace file; None when the bundle or the file is gone. A trace
     that no longer loads or has no such step raises BadInput (one line)."""
-    from goodput_agent.analysis.trace_select import load_one, pick_step
+    from goodput_agent.analysis.slowdown.trace_select import load_one, pick_step
     from goodput_agent.pictures.trace_timeline import draw_step_timeline
 
     found = trace_step(locator)

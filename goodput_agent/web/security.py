@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 
 SESSION_COOKIE = "goodput_session"
 TOKEN_COOKIE = "goodput_token"

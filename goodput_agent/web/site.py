@@ -13,8 +13,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.templating import Jinja2Templates
 
-from goodput_agent import __version__, untrusted
-from goodput_agent.errors import BadInput
+from goodput_agent import __version__
+from goodput_agent.core import untrusted
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger, LedgerError
 from goodput_agent.ledger.reader import LedgerBusy, read_ledger
 from goodput_agent.web.config import ServeConfig

@@ -96,8 +96,8 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
 def test_input_stall_share_from_the_traces_taken_during_the_run(tmp_path: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from goodput_agent.analysis.trace_select import load_one
-    from goodput_agent.analysis.trace_steps import rank_breakdown
+    from goodput_agent.analysis.slowdown.trace_select import load_one
+    from goodput_agent.analysis.slowdown.trace_steps import rank_breakdown
 
     case = REPO / "evals" / "slowdown_cases" / "s01-input-stall" / "traces"
     bundle = tmp_path / "b"

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.accounting.fleet import OffenderRule, fleet_report
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.ledger import Ledger
 from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
 

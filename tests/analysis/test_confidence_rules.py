@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNREAD
-from goodput_agent.analysis.failure import diagnose
-from goodput_agent.analysis.failure_model import CONTESTED_CONFIDENCE
-from goodput_agent.analysis.observations import BUNDLE_FACTS, Activity, Observations
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
+from goodput_agent.analysis.failure.analyze import diagnose
+from goodput_agent.analysis.failure.model import CONTESTED_CONFIDENCE
+from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Activity, Observations
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 
 T0 = datetime(2024, 5, 1, 10, tzinfo=UTC)
 KERNEL = "nodes/gpu-1/kern.log"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent import failure_classes
-from goodput_agent.analysis.failure_model import FailureVerdict
-from goodput_agent.analysis.remedy import Proposal, remedy
-from goodput_agent.analysis.slowdown_model import SlowdownVerdict
-from goodput_agent.analysis.slowdown_remedy import slowdown_remedy
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.analysis.failure.model import FailureVerdict
+from goodput_agent.analysis.failure.remedy import Proposal, remedy
+from goodput_agent.analysis.slowdown.model import SlowdownVerdict
+from goodput_agent.analysis.slowdown.remedy import slowdown_remedy
+from goodput_agent.core import failure_classes
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.report import CATEGORIES
 from goodput_agent.toolkit import MutatingTool, registry
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from goodput_agent.actions.runner import ActionOutput
 from goodput_agent.approval.policy import Policy, parse_policy
-from goodput_agent.approval.runner import ActionOutput
 from goodput_agent.ledger import Ledger
 from goodput_agent.toolkit import MutatingTool, ToolContext, registry
 from tests.approval.identities import me

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from goodput_agent.actions.slurm_args import hosts
 from goodput_agent.approval import store
 from goodput_agent.approval.gate import (
     GateRefused,
@@ -25,7 +26,6 @@ from goodput_agent.approval.gate import (
 )
 from goodput_agent.approval.policy import parse_policy
 from goodput_agent.approval.reconcile import reconcile_action
-from goodput_agent.approval.slurm_args import hosts
 from goodput_agent.ledger import Ledger
 from goodput_agent.sources.slurm import SlurmCLI
 from goodput_agent.toolkit import ToolContext, registry

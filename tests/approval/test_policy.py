@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.approval.policy import load_policy, parse_policy
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.toolkit import registry
 
 

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 from goodput_agent.accounting.fleet_exposure import SACCT_HISTORY_FIELDS
 from goodput_agent.cli.main import cli
+from goodput_agent.core.untrusted import visible
 from goodput_agent.ledger import Ledger
-from goodput_agent.untrusted import visible
 from tests.accounting.fleet_fixtures import record_failure, sacct_row, write_sacct
 
 EVIL = "gpu\x1b]8;;http://x\x1b\\[red]boom[/red]\u202e01"

@@ -1,5 +1,5 @@
 """`--ray` where Ray cannot be used: one line on stderr naming the problem, exit 2, no traceback
-(the cluster itself: tests/test_ray_exec.py)."""
+(the cluster itself: tests/core/test_ray_exec.py)."""
 
 import sys
 

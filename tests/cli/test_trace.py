@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from goodput_agent.analysis.slowdown_model import RankBreakdown
+from goodput_agent.analysis.slowdown.model import RankBreakdown
 from goodput_agent.cli import cli
 from goodput_agent.evals.kineto_writer import write_trace
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from goodput_agent.cli import cli
 from goodput_agent.cli.render_parts import TIMELINE_ROWS
-from goodput_agent.untrusted import visible
+from goodput_agent.core.untrusted import visible
 
 REPO = Path(__file__).resolve().parents[2]
 WIDTHS = (80, 120, 200)

@@ -10,8 +10,8 @@ import pytest
 
 from goodput_agent.bundle import open_bundle
 from goodput_agent.collect.base import MANIFEST_NAME, BundleWriter, read_manifest
-from goodput_agent.errors import BadInput
-from goodput_agent.redact import MASK
+from goodput_agent.core.errors import BadInput
+from goodput_agent.core.redact import MASK
 from goodput_agent.sources.errors import Unreachable
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from goodput_agent.analysis.live_failslow import judge_failslow
-from goodput_agent.analysis.live_stall import Phase
+from goodput_agent.analysis.live.failslow import judge_failslow
+from goodput_agent.analysis.live.stall import Phase
 from goodput_agent.detect.assess import Observation, RankCollective, assess
 from goodput_agent.detect.record import proposals, record
 from goodput_agent.ledger import Ledger

@@ -67,7 +67,7 @@ def test_failslow_pushed_down_names_the_node_the_replay_names(seed: int, fault: 
 def test_the_hung_ranks_node_is_joined_with_its_xids(tmp_path: Path) -> None:
     """A hang whose culprit node logged Xid 79 in DCGM within the hour: said in the verdict,
     cited as evidence, and the proposal becomes taking the node out."""
-    from goodput_agent.analysis.live_stall import StallVerdict
+    from goodput_agent.analysis.live.stall import StallVerdict
     from goodput_agent.detect.assess import Finding
     from goodput_agent.detect.check import CheckOptions, node_health
     from goodput_agent.detect.record import Read, proposals

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from goodput_agent.core.errors import BadInput
 from goodput_agent.detect.check import CheckOptions, check_prometheus_job
-from goodput_agent.errors import BadInput
 from goodput_agent.ledger import Ledger
 from tests.servers.prometheus import prometheus_over_text
 

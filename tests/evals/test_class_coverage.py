@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from goodput_agent.core.failure_classes import names
 from goodput_agent.evals.cluster.spec import CATEGORIES
 from goodput_agent.evals.failure_cases import of_class
 from goodput_agent.evals.failure_cases.plan import RECIPES_BY_CLASS
 from goodput_agent.evals.generator import SCENARIOS
 from goodput_agent.evals.independent.suite import FAILURES
-from goodput_agent.failure_classes import names
 
 
 def test_every_class_has_its_generated_and_independent_cases() -> None:

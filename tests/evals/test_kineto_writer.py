@@ -204,7 +204,7 @@ def test_event_dicts_are_written_with_a_kineto_head(tmp_path):
 
 
 def test_the_loader_reads_rank_steps_and_gpu_ops(tmp_path):
-    from goodput_agent.parsing import trace_load
+    from goodput_agent.parsing.kineto import load as trace_load
 
     rt = chain(rank(3, steps=3))
     write_trace(tmp_path / "gpu-node-04_5003.1777000000000.pt.trace.json.gz", rt)

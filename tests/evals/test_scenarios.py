@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.evals.scenarios import reviewed_a, reviewed_b, reviewed_c, reviewed_d, reviewed_e
+from goodput_agent.evals.scenarios import (
+    clocks_xids_preemption,
+    each_class_many_clocks,
+    k8s_slurm_json_archives,
+    oom_network_hang_noise,
+    restarts_shm_lockups,
+)
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
@@ -35,11 +41,11 @@ def _expected(bundle: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory) -> list[tuple[Path, dict]]:
     root = tmp_path_factory.mktemp("scenarios")
-    reviewed_a.render(root / "a")
-    reviewed_b.render(root / "b")
-    reviewed_c.render(root / "c")
-    reviewed_d.render(root / "d")
-    reviewed_e.render(root / "e")
+    each_class_many_clocks.render(root / "a")
+    k8s_slurm_json_archives.render(root / "b")
+    oom_network_hang_noise.render(root / "c")
+    clocks_xids_preemption.render(root / "d")
+    restarts_shm_lockups.render(root / "e")
     bundles = sorted(p for p in (root / "a").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "c").iterdir() if p.is_dir())
     bundles += sorted(p for p in (root / "d").iterdir() if p.is_dir())

@@ -47,7 +47,7 @@ def _expected(case: str) -> dict:
 
 @functools.cache
 def _traces(case: Path, run: str = "incident") -> list:
-    from goodput_agent.parsing import trace_load
+    from goodput_agent.parsing.kineto import load as trace_load
     from goodput_agent.tools.profiler_traces import run_of
 
     out = []
@@ -185,7 +185,7 @@ def test_throttled_gpu_shows_in_its_dcgm_series_only():
 
 
 def test_input_stalls_are_in_the_dataloader_spans_not_the_kernels():
-    from goodput_agent.parsing.trace_load import is_dataloader_span
+    from goodput_agent.parsing.kineto.load import is_dataloader_span
 
     for case in _by_category("input_stall"):
         exp = _expected(case.name)

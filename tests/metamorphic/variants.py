@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from goodput_agent.analysis.observations import short_name
+from goodput_agent.analysis.failure.observations import short_name
 from goodput_agent.evals.scorer import ANSWER_KEYS, SUITES
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.metrics.files import (
     FileMetricsSource,
     bucket_quantile,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from goodput_agent.analysis.latency import analyse, resolve_service
+from goodput_agent.analysis.latency.analyze import analyse, resolve_service
 from goodput_agent.metrics.files import FileMetricsSource, load_engine_args, load_series
 from goodput_agent.metrics.prometheus import PrometheusSource
 from goodput_agent.metrics.source import MetricsUnavailable, Selector, TimeWindow

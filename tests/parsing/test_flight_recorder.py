@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.flight_recorder import PARSER, safe_unpickle
 

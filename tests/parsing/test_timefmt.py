@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_any, parse_glog, parse_syslog
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.analysis.failure import diagnose
-from goodput_agent.analysis.observations import Observations
+from goodput_agent.analysis.failure.analyze import diagnose
+from goodput_agent.analysis.failure.observations import Observations
 from goodput_agent.bundle import scan
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.tool_reports import BENCH_PARSER, PARSER

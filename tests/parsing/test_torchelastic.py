@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.torchelastic import PARSER
 

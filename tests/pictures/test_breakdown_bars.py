@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from goodput_agent.analysis.slowdown_model import (
+from goodput_agent.analysis.slowdown.model import (
     PARTS,
     Breakdown,
     RankBreakdown,

@@ -2,8 +2,9 @@ import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from goodput_agent.analysis.trace_steps import step_breakdown
-from goodput_agent.parsing.trace_model import (
+from goodput_agent.analysis.slowdown.trace_steps import step_breakdown
+from goodput_agent.core.svg import Scale
+from goodput_agent.parsing.kineto.model import (
     COMM,
     COMPUTE,
     MEMCPY,
@@ -22,7 +23,6 @@ from goodput_agent.pictures.trace_timeline import (
     draw_step_timeline,
     merge_spans,
 )
-from goodput_agent.svg import Scale
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = '</svg><script>alert("x")</script>'
@@ -40,7 +40,7 @@ def launch(ts, corr, name="cudaLaunchKernel", cat="cuda_runtime"):
 
 def small_trace() -> Trace:
     """One 1000 µs step: compute on two streams, exposed comm, a memcpy, an input wait, a
-    host-bound gap and a queued gap (the trace of tests/analysis/test_trace_steps.py)."""
+    host-bound gap and a queued gap (the trace of tests/analysis/slowdown/test_trace_steps.py)."""
     gpu = [op(0, 300, corr=1), op(250, 150, corr=2, stream=8),
            op(350, 250, COMM, corr=3, stream=20), op(590, 60, MEMCPY, corr=4),
            op(800, 100, corr=5, name=HOSTILE), op(950, 50, corr=6)]

@@ -109,7 +109,7 @@ def test_a_request_that_no_longer_matches_its_recording_fails(
         model_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if recording():
         pytest.skip("replay only")
-    import goodput_agent.planner.claude as claude
+    import goodput_agent.planner.model_agent as claude
 
     text = claude.prompt_text
     monkeypatch.setattr(claude, "prompt_text", lambda name: text(name) + "\nOne more rule.")

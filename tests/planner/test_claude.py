@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from goodput_agent.planner.claude import system_prompt
+from goodput_agent.planner.model_agent import system_prompt
 from goodput_agent.toolkit import registry
 from tests.planner.claude_fixtures import (
     FIXTURE_KEY,

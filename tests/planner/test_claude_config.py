@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.planner.claude_config import ClaudeSettings, load_settings, require_key
 
 
@@ -75,7 +75,7 @@ def test_one_request_id_logged_per_call(tmp_path: Path, demo_bundle: Path,
                                         capsys: pytest.CaptureFixture) -> None:
     import structlog
 
-    from goodput_agent.logs import configure
+    from goodput_agent.core.logs import configure
     from tests.planner.claude_fixtures import happy_script, run_claude
     from tests.servers.messages_api import FixtureError
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from goodput_agent.analysis.failure_model import Alternative, FailureVerdict
-from goodput_agent.events import Event, EventKind, Locator, Role
-from goodput_agent.planner.claude_tools import FinishInput
+from goodput_agent.analysis.failure.model import Alternative, FailureVerdict
+from goodput_agent.core.events import Event, EventKind, Locator, Role
+from goodput_agent.planner.model_tools import FinishInput
 from goodput_agent.planner.model_verdict import judge
 from goodput_agent.report import Retry
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.planner.openai_client import ChatCompletionsClient
 from goodput_agent.planner.openai_config import load_openai_settings
 from tests.planner.openai_fixtures import chat_script

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from goodput_agent.analysis.failure import FailureVerdict
-from goodput_agent.analysis.remedy import remedy
+from goodput_agent.analysis.failure.analyze import FailureVerdict
+from goodput_agent.analysis.failure.remedy import remedy
 from goodput_agent.bundle import scan
 from goodput_agent.cli import cli
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.planner.script_edits import (
     gpu_oom_edits,
     host_oom_edits,

@@ -85,7 +85,7 @@ def test_the_cli_with_claude_unreachable(tmp_path: Path) -> None:
 
 
 def test_logs_on_a_terminal_are_short_human_lines() -> None:
-    from goodput_agent.logs import human_line
+    from goodput_agent.core.logs import human_line
 
     text = human_line(None, "warning", {"event": "messages_retry", "level": "warning",
                                         "timestamp": "2026-12-04T18:00:00Z", "attempt": 1,

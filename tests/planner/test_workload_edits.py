@@ -17,9 +17,9 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from goodput_agent.analysis.latency_advice import revert
-from goodput_agent.analysis.latency_decide import weigh
-from goodput_agent.analysis.latency_model import (
+from goodput_agent.analysis.latency.advice import revert
+from goodput_agent.analysis.latency.decide import weigh
+from goodput_agent.analysis.latency.model import (
     ConfigChange,
     LatencyResult,
     LatencyVerdict,

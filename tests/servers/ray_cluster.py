@@ -115,7 +115,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
 def slow_once(marker: str, path: str, rel_path: str | None, node_hint: str | None) -> object:
     """`digest_trace`, but the first attempt writes its process id to `marker` and sleeps:
     the kill test kills that worker, and only a retry can return."""
-    from goodput_agent.analysis.rank_digest import digest_trace
+    from goodput_agent.analysis.slowdown.rank_digest import digest_trace
 
     m = Path(marker)
     if not m.exists():

@@ -13,7 +13,7 @@ from goodput_agent.evals.scorer import ANSWER_KEYS, suite_dir
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 from goodput_agent.planner.base import StepResult, ToolCall
-from goodput_agent.planner.claude_evidence import present
+from goodput_agent.planner.model_evidence import present
 from goodput_agent.planner.scheduler_facts import JobFact
 from goodput_agent.toolkit import ToolContext, registry
 

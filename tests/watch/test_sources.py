@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.watch.sources import (
     SourceOptions,
     build_sources,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from goodput_agent.core.redact import redact
 from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.lines import iter_lines
-from goodput_agent.redact import redact
 from tests.servers.chromium import running_goodput_serve
 from tests.web.conftest import Reviewed, make_reviewed, token_for
 

@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
-from goodput_agent.errors import BadInput
+from goodput_agent.core.errors import BadInput
 from goodput_agent.web.security import (
     Signer,
     configured_token,

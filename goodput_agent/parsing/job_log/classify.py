@@ -10,7 +10,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.host_memory import host_memory_message
 
 _SIZE = r"\d+(?:\.\d+)? ?(?:[KMGTPE]i?B|bytes|B)\b"

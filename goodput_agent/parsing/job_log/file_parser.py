@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from goodput_agent.events import Event, Locator
+from goodput_agent.core.events import Event, Locator
 from goodput_agent.parsing.base import ParseResult
 from goodput_agent.parsing.job_log.classify import bus_id_to_pci
 from goodput_agent.parsing.job_log.elastic_summary import ElasticSummary

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from goodput_agent.events import EventKind
+from goodput_agent.core.events import EventKind
 
 _RAY_TASK = re.compile(r"(?:OutOfMemoryError: )?Task was killed due to the node running low on "
                        r"memory")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
-from goodput_agent.parsing import nccl_vocab
+import goodput_agent.parsing.job_log.nccl_vocab as nccl_vocab
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.classify import classify_cuda_error
 from goodput_agent.parsing.job_log.device_errors import DeviceErrors
 from goodput_agent.parsing.job_log.state import Stream

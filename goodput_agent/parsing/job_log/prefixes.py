@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 _PREFIX_SRC = (
@@ -95,12 +95,6 @@ def parse_time_text(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | 
             text = text[:10] + " " + text[11:]
         return parse_iso(text, policy)
     return _glog_time(text, policy)
-
-
-def head_time(content: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:
-    """The timestamp a line starts with (after its launcher prefixes), if any."""
-    m = HEAD_TS.match(content)
-    return parse_time_text(m["ts"], policy) if m else None
 
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[._\-/])(local[_\-]?)?rank[_\-]?(\d{1,6})(?=[._\-]|$)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.classify import exit_code_detail
 from goodput_agent.parsing.job_log.prefixes import LinePrefix, parse_time_text
 from goodput_agent.parsing.job_log.state import LineState, Stream

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log.prefixes import LinePrefix, parse_time_text
 from goodput_agent.parsing.job_log.traceback_text import Frame

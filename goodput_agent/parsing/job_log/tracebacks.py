@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.classify import classify_exception, oom_summary
 from goodput_agent.parsing.job_log.prefixes import parse_time_text
 from goodput_agent.parsing.job_log.state import (

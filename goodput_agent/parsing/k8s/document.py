@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from goodput_agent.events import Clock, Event
+from goodput_agent.core.events import Clock, Event
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.json_positions import (
     JsonPath,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.json_positions import (
     JsonPath,
 )

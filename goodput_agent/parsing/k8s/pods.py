@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.json_positions import (
     JsonPath,
 )

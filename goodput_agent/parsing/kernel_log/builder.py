@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from goodput_agent.events import Clock, Event, EventKind, Locator, Role
-from goodput_agent.parsing import kernel_vocab as vocab
+import goodput_agent.parsing.kernel_log.vocab as vocab
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.kernel_log.finding import Finding, norm_pci
 from goodput_agent.parsing.kernel_log.gpu_messages import (

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
-from goodput_agent.parsing import kernel_vocab as vocab
+import goodput_agent.parsing.kernel_log.vocab as vocab
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.kernel_log.finding import Finding, int_or_none, norm_pci
 from goodput_agent.parsing.kernel_log.prefixes import (
     EXCERPT_CHARS,
 )
-from goodput_agent.parsing.xid_catalog import DISRUPTIVE_RECOVERY, lookup, parse_xid154
+from goodput_agent.parsing.kernel_log.xid_catalog import DISRUPTIVE_RECOVERY, lookup, parse_xid154
 
 _XID = re.compile(r"NVRM: Xid \((?P<where>[^)]{0,48})\):\s*(?P<code>\d{1,4})\b,?\s*(?P<rest>.*)")
 _XID_PID = re.compile(r"pid=(?P<pid>'?<?[\w-]*>?'?)\s*,?\s*")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import EventKind, Role
+from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.kernel_log.finding import Finding, int_or_none, norm_pci
 
 _OOM_KILL = re.compile(r"(?:(?P<scope>Memory cgroup out of memory|Out of memory"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.parsing import kernel_vocab as vocab
+import goodput_agent.parsing.kernel_log.vocab as vocab
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.kernel_log.builder import KernelEvents
 from goodput_agent.parsing.kernel_log.classify import classify

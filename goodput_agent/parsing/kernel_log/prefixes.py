@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import (
     ClockPolicy,
     parse_ctime,

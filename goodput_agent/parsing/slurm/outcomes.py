@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from goodput_agent.events import Event, EventKind, Locator, Role
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.slurm.records import (
     EXTERNAL_SIGNALS,

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from goodput_agent.events import Clock, EventKind, Role
+from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.nodelist import expand_nodelist
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso

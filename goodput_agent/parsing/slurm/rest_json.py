@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.json_positions import (
     JsonPath,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from goodput_agent.events import Clock
+from goodput_agent.core.events import Clock
 from goodput_agent.parsing.base import ParseContext, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import iter_lines

@@ -1,0 +1,92 @@
+"""Slowdowns and hangs a training log shows by itself, without a trace (issue 24, class 8).
+
+- The log's own per-iteration series (Megatron's `elapsed time per iteration (ms)`, tqdm's
+  `s/it` / `it/s`, `step N ... time X`), read by the job-log parser as facts `iterations`
+  ([step, ms, rank]): iteration times that rose (the last quarter's median at least 1.5x the
+  first quarter's) are a slowdown; across ranks, one rank whose median is 1.3x the others' is a
+  straggler. Said beside an `unknown` failure verdict, never as a cause: a profiler trace of a
+  slow and a good stretch would confirm and attribute it.
+- A job log whose last progress line came long before its end (30 min or more, and 10x the
+  interval between its last two progress lines), with no timeout printed anywhere, hung: a
+  `hang` at 0.45 at most, saying a stack dump would confirm where it was stuck.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from statistics import median
+
+from goodput_agent.core.events import Event, EventKind
+
+from .observations import Observations
+
+SLOWER = 1.5
+STRAGGLER = 1.3
+MIN_POINTS = 8
+SILENT_END_S = 30 * 60
+SILENT_FACTOR = 10
+HANG_CONFIDENCE = 0.45
+
+
+def series_note(obs: Observations) -> str | None:
+    """What the logs' iteration times say, in one sentence, or None."""
+    points = [p for f in obs.facts.values() for p in f.get("iterations") or []]
+    if len(points) < MIN_POINTS:
+        return None
+    notes = []
+    by_rank: dict[int | None, list[tuple[int, float]]] = {}
+    for step, ms, rank in points:
+        by_rank.setdefault(rank, []).append((int(step), float(ms)))
+    whole = sorted(max(by_rank.values(), key=len))
+    q = max(2, len(whole) // 4)
+    first, last = median(ms for _, ms in whole[:q]), median(ms for _, ms in whole[-q:])
+    if first > 0 and last >= SLOWER * first:
+        start = next((s for s, ms in whole[q:] if ms >= SLOWER * first), whole[-q][0])
+        notes.append(f"the training log's own iteration times rose from {first:.0f} to "
+                     f"{last:.0f} ms ({last / first:.1f}x) from about step {start}")
+    ranked = {r: median(ms for _, ms in pts) for r, pts in by_rank.items()
+              if r is not None and len(pts) >= MIN_POINTS // 2}
+    if len(ranked) >= 4:
+        slow_rank, slow = max(ranked.items(), key=lambda kv: kv[1])
+        others = median(v for r, v in ranked.items() if r != slow_rank)
+        if others > 0 and slow >= STRAGGLER * others:
+            notes.append(f"rank {slow_rank}'s median iteration ({slow:.0f} ms) is "
+                         f"{slow / others:.1f}x the other ranks' ({others:.0f} ms): a straggler")
+    if not notes:
+        return None
+    return "; ".join(notes) + " (a profiler trace of a slow and a good stretch would confirm it)"
+
+
+def silent_end(events: list[Event], obs: Observations) -> tuple[str, float] | None:
+    """(why, seconds) when a job log stopped making progress long before it ended and no
+    collective timed out: a hang told by the log's own rhythm."""
+    if any(e.kind == EventKind.nccl_watchdog_timeout for e in events):
+        return None
+    for a in obs.activity:
+        if a.format != "job_log" or not (a.last and a.last_progress and a.prior_progress):
+            continue
+        gap = (a.last - a.last_progress).total_seconds()
+        beat = max(1.0, (a.last_progress - a.prior_progress).total_seconds())
+        if gap >= SILENT_END_S and gap >= SILENT_FACTOR * beat:
+            return (f"{a.path} printed its last progress line (step {a.last_step}) "
+                    f"{gap / 60:.0f} min before it ended, against one every {beat:.0f} s "
+                    "before; no timeout was printed: the job hung (a py-spy dump of its "
+                    "processes, or a Flight Recorder dump, would show where)", gap)
+    return None
+
+
+def stalled_before(end: datetime, obs: Observations) -> str | None:
+    """Why the job had stopped making progress long before `end` (the same measure as
+    silent_end, against the time the job was ended rather than its log's last line), or None
+    when some job log was still progressing."""
+    lasts = [a for a in obs.activity if a.format == "job_log" and a.last_progress
+             and a.prior_progress]
+    if not lasts:
+        return None
+    a = max(lasts, key=lambda a: a.last_progress)  # type: ignore[arg-type, return-value]
+    gap = (end - a.last_progress).total_seconds()  # type: ignore[operator]
+    beat = max(1.0, (a.last_progress - a.prior_progress).total_seconds())  # type: ignore[operator]
+    if gap < SILENT_END_S or gap < SILENT_FACTOR * beat:
+        return None
+    return (f"the last progress line of any log ({a.path}, step {a.last_step}) came "
+            f"{gap / 60:.0f} min before the job was ended, against one every {beat:.0f} s before")
