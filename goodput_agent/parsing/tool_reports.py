@@ -1,5 +1,6 @@
 """What diagnostic tools print, read as they print it: a serving benchmark's result block, the
-torch profiler's `key_averages()` table, NCCL's RAS status report, a py-spy dump, and DNS lookups
+torch profiler's `key_averages()` table, NCCL's RAS status report, `dcgmi diag`'s result table
+(dcgmi_diag.py), a py-spy dump, and DNS lookups
 (`nslookup`, `host`, `getent hosts`) that name the host behind a peer's IP.
 
 - `bench_serving` (SGLang, vLLM): `============ Serving Benchmark Result ============` then
@@ -27,6 +28,8 @@ from pathlib import Path
 
 from goodput_agent.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.dcgmi_diag import HEADER as _DCGMI
+from goodput_agent.parsing.dcgmi_diag import dcgmi_events
 from goodput_agent.parsing.lines import read_whole_text
 
 _BENCH = re.compile(r"=+ Serving Benchmark Result =+")
@@ -53,6 +56,8 @@ def _kind(text: str) -> str | None:
         return "profile"
     if _RAS.search(text):
         return "ras"
+    if _DCGMI.search(text):
+        return "dcgmi"
     if _PYSPY_THREAD.search(text):
         return "pyspy"
     if len(_DNS.findall(text)) >= 1 and len(text) < 64 * 1024:
@@ -95,6 +100,8 @@ class ToolReportParser:
                                       if (m := _BENCH_ROW.match(ln))}
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))
+        elif kind == "dcgmi":
+            res.events.extend(dcgmi_events(lines, ctx))
         elif kind == "pyspy":
             res.events.extend(_pyspy_events(text, ctx))
         elif kind == "dns":  # the shape slurm's node records use: host -> its addresses
@@ -147,5 +154,6 @@ def _pyspy_events(text: str, ctx: ParseContext) -> list[Event]:
     return out
 
 
-PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "pyspy", "dns"}))
+PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "dcgmi", "pyspy",
+                                                         "dns"}))
 BENCH_PARSER = ToolReportParser("bench_summary", frozenset({"bench"}))
