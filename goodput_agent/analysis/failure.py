@@ -12,7 +12,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN
-from goodput_agent.analysis.attribution import culprit_rank, date_by_exit, locate_link_fault
+from goodput_agent.analysis.attribution import (
+    culprit_rank,
+    date_by_exit,
+    host_of_ip,
+    locate_link_fault,
+)
 from goodput_agent.analysis.causal import (
     Cascade,
     causal_doubts,
@@ -51,12 +56,15 @@ from goodput_agent.events import Clock, Event, EventKind, Role
 
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
-    """Give every event its node (via the rank-to-host map) under one spelling of the name."""
+    """Give every event its node (via the rank-to-host map) under one spelling of the name; a
+    node named by its address (NCCL RAS) is the host the bundle's own records give it."""
     names = names_for(obs)
+    ips = host_of_ip(obs)
     out = []
     for e in obs.events:
         node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None) \
             or obs.host_aliases.get(_stem(e.locator.path))
+        node = ips.get(node, node) if node else node
         gpu = e.gpu
         if gpu is None and e.rank is not None and e.kind != EventKind.job_state:
             gpu = obs.rank_gpus.get(e.rank)
