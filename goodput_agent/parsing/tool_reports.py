@@ -1,5 +1,6 @@
 """What diagnostic tools print, read as they print it: a serving benchmark's result block, the
-torch profiler's `key_averages()` table, NCCL's RAS status report, a py-spy dump, and DNS lookups
+torch profiler's `key_averages()` table, NCCL's RAS status report, `dcgmi diag`'s result table
+(dcgmi_diag.py), a py-spy dump, and DNS lookups
 (`nslookup`, `host`, `getent hosts`) that name the host behind a peer's IP.
 
 - `bench_serving` (SGLang, vLLM): `============ Serving Benchmark Result ============` then
@@ -16,7 +17,8 @@ torch profiler's `key_averages()` table, NCCL's RAS status report, a py-spy dump
 - py-spy dump: `Thread N (active): "MainThread"` and its frames: a thread inside a collective
   (all_reduce, all_gather, barrier, broadcast, reduce_scatter, send/recv, wait) is a process
   waiting in that collective, the picture of a hang (which rank stopped first is not told);
-- DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.`, `host has address ip`,
+- DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.` (nslookup), `ip.in-addr.arpa
+  domain name pointer host.` and `host has address ip` (`host`),
   facts `host_ips` (as Slurm's node records give them) map a peer's IP to its host.
 """
 
@@ -27,6 +29,8 @@ from pathlib import Path
 
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
+from goodput_agent.parsing.dcgmi_diag import HEADER as _DCGMI
+from goodput_agent.parsing.dcgmi_diag import dcgmi_events
 from goodput_agent.parsing.lines import read_whole_text
 
 _BENCH = re.compile(r"=+ Serving Benchmark Result =+")
@@ -34,6 +38,8 @@ _BENCH_ROW = re.compile(r"^(?P<key>[A-Za-z][\w ()/%.\-]+?):\s+(?P<val>[\d.]+|inf
 _PROFILE_HEADER = re.compile(r"^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %", re.M)
 _RAS = re.compile(r"^Job summary\s*\n=+", re.M)
 _RAS_MISMATCH = re.compile(r"(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
+_RAS_DEAD = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
+_RAS_PER_NODE = re.compile(r"^\(total\)\s+per node.*\n\s*(?P<nodes>\d+)\s+(?P<per>\d+)\s", re.M)
 _RAS_RANK = re.compile(r"Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process "
                        r"(?P<pid>\d+) on node (?P<node>\S+)")
 _PYSPY_THREAD = re.compile(r'^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>active|idle)'
@@ -42,7 +48,8 @@ _COLLECTIVE = re.compile(r"^\s+(?P<fn>all_reduce|all_gather\w*|reduce_scatter\w*
                          r"barrier|all_to_all\w*|send|recv|isend|irecv|wait|_wait|"
                          r"monitored_barrier) \((?P<file>[^)]*distributed[^)]*)\)")
 _DNS = re.compile(r"^Name:\s+(?P<name>\S+)\s*\nAddress(?:es)?:\s+(?P<ip>[\d.]+)|"
-                  r"^(?P<rev>[\d.]+)\.in-addr\.arpa\s+name = (?P<rname>\S+?)\.?\s*$|"
+                  r"^(?P<rev>[\d.]+)\.in-addr\.arpa\s+(?:name =|domain name pointer) "
+                  r"(?P<rname>\S+?)\.?\s*$|"
                   r"^(?P<hname>\S+) has address (?P<hip>[\d.]+)", re.M)
 
 
@@ -53,6 +60,8 @@ def _kind(text: str) -> str | None:
         return "profile"
     if _RAS.search(text):
         return "ras"
+    if _DCGMI.search(text):
+        return "dcgmi"
     if _PYSPY_THREAD.search(text):
         return "pyspy"
     if len(_DNS.findall(text)) >= 1 and len(text) < 64 * 1024:
@@ -95,6 +104,9 @@ class ToolReportParser:
                                       if (m := _BENCH_ROW.match(ln))}
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))
+            res.events.extend(_ras_dead_nodes(text, lines, ctx))
+        elif kind == "dcgmi":
+            res.events.extend(dcgmi_events(lines, ctx))
         elif kind == "pyspy":
             res.events.extend(_pyspy_events(text, ctx))
         elif kind == "dns":  # the shape slurm's node records use: host -> its addresses
@@ -106,8 +118,9 @@ class ToolReportParser:
 
 
 def _event(ctx: ParseContext, n: int, line: str, kind: EventKind, role: Role, summary: str,
-           detail: dict, rank: int | None = None, node: str | None = None) -> Event:
-    return Event(kind=kind, role=role, category=None, ts=None, clock=Clock.none, rank=rank,
+           detail: dict, rank: int | None = None, node: str | None = None,
+           category: str | None = None) -> Event:
+    return Event(kind=kind, role=role, category=category, ts=None, clock=Clock.none, rank=rank,
                  node=node, summary=summary, excerpt=line.strip()[:500], detail=detail,
                  locator=Locator(path=ctx.rel_path, line_start=n, line_end=n))
 
@@ -132,6 +145,32 @@ def _ras_events(lines: list[str], ctx: ParseContext) -> list[Event]:
     return out
 
 
+def _ras_dead_nodes(text: str, lines: list[str], ctx: ParseContext) -> list[Event]:
+    """RAS's DEAD list (`N job processes are considered dead (unreachable via the RAS
+    network)`, then `Process P on node N managing GPU G`): one dead process is that process's
+    crash (NCCL's RAS guide); every process of a node dead, with the job summary's count per
+    node, is the node gone from the job: down, or cut off (RAS talks over the bootstrap
+    network), hence below an unambiguous record's weight."""
+    per = _RAS_PER_NODE.search(text)
+    if per is None or int(per["nodes"]) < 2:
+        return []
+    dead: dict[str, list[tuple[int, str]]] = {}
+    in_dead = False
+    for n, line in enumerate(lines, 1):
+        if line.strip() == "DEAD":
+            in_dead = True
+        elif in_dead and (m := _RAS_DEAD.match(line)):
+            dead.setdefault(m["node"], []).append((n, line))
+        elif in_dead and line.strip() and "considered dead" not in line:
+            in_dead = False
+    return [_event(ctx, found[0][0], found[0][1], EventKind.node_not_ready, Role.primary,
+                   f"NCCL RAS: all {len(found)} job processes on node {node} are dead "
+                   "(unreachable via the RAS network): the node left the job",
+                   {"ras_dead": len(found), "weight": 0.7}, node=node,
+                   category="node_failure")
+            for node, found in dead.items() if len(found) >= int(per["per"])]
+
+
 def _pyspy_events(text: str, ctx: ParseContext) -> list[Event]:
     """An active thread whose innermost frames are a collective: the process waits in it."""
     out: list[Event] = []
@@ -147,5 +186,6 @@ def _pyspy_events(text: str, ctx: ParseContext) -> list[Event]:
     return out
 
 
-PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "pyspy", "dns"}))
+PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "dcgmi", "pyspy",
+                                                         "dns"}))
 BENCH_PARSER = ToolReportParser("bench_summary", frozenset({"bench"}))

@@ -13,6 +13,7 @@ import pytest
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNREAD
 from goodput_agent.analysis.failure.analyze import diagnose
+from goodput_agent.analysis.failure.corroboration import FIRST_HAND_OWN_WORDS
 from goodput_agent.analysis.failure.model import CONTESTED_CONFIDENCE
 from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Activity, Observations
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
@@ -177,3 +178,14 @@ def test_an_unknown_says_how_sure_it_is_that_the_bundle_holds_no_answer() -> Non
     unread = diagnose(Observations(facts={BUNDLE_FACTS: {"bundle_files": 3,
                                                          "bundle_unread": ["a.bin"]}}))
     assert unread.category == "unknown" and 0 < unread.confidence <= UNREAD
+
+
+@pytest.mark.parametrize("name", list(DECISIVE))
+def test_only_a_first_hand_line_in_its_class_own_words_starts_at_0_9(name: str) -> None:
+    """A traceback, an Xid, the OOM killer's or the CUDA runtime's own line name the class in
+    words no other class prints: alone they say at least FIRST_HAND_OWN_WORDS. A report of
+    what another process saw, or words several classes print, stays below it alone."""
+    decisive = DECISIVE[name]
+    alone = diagnose(observe([decisive])).confidence
+    own_words = name in ("xid", "kernel_oom", "traceback", "cuda_oom")
+    assert (alone >= FIRST_HAND_OWN_WORDS) == own_words, alone

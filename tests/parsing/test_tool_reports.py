@@ -94,3 +94,41 @@ def test_dns_lookups_map_a_peer_ip_to_its_host(tmp_path: Path) -> None:
                               "4.0.1.10.in-addr.arpa\tname = gpu-04.cluster.\n"))
     assert res.facts["host_ips"] == {"gpu-17.cluster": ["10.1.2.17"],
                                      "gpu-04.cluster": ["10.1.0.4"]}
+
+
+def test_the_host_commands_reverse_lookup_maps_an_ip_too(tmp_path: Path) -> None:
+    _, res = _read(tmp_path, "35.102.0.10.in-addr.arpa domain name pointer gpu-39.lab.\n")
+    assert res.facts["host_ips"] == {"gpu-39.lab": ["10.0.102.35"]}
+
+
+RAS_DEAD_HEAD = RAS.split("Communicators")[0] + """\
+Errors
+======
+
+DEAD
+  {n} job process{es} considered dead (unreachable via the RAS network)
+"""
+
+
+def _ras_dead(procs: list[tuple[int, str, int]]) -> str:
+    n = len(procs)
+    head = RAS_DEAD_HEAD.format(n=n, es="es are" if n > 1 else " is")
+    return head + "".join(f"  Process {p} on node {node} managing GPU {g}\n"
+                          for p, node, g in procs) + "\nWarnings\n========\n"
+
+
+def test_ras_every_process_of_a_node_dead_is_that_node_failing(tmp_path: Path) -> None:
+    """The job summary says 4 processes per node: all 4 on 10.1.2.3 dead is the node."""
+    text = _ras_dead([(100 + g, "10.1.2.3", g) for g in range(4)])
+    events = _read(tmp_path, text)[1].events
+    assert [(e.category, e.node, e.detail["ras_dead"]) for e in events] == [
+        ("node_failure", "10.1.2.3", 4)]
+    verdict = diagnose(Observations(events=events, facts={
+        "dns": {"host_ips": {"gpu-03": ["10.1.2.3"]}}}, job_nodes=["gpu-03", "gpu-04"]))
+    assert (verdict.category, verdict.node) == ("node_failure", "gpu-03")
+
+
+def test_ras_one_dead_process_is_that_process_crashing_not_its_node(tmp_path: Path) -> None:
+    """NCCL's RAS guide: one job process crashing shows as one DEAD process."""
+    events = _read(tmp_path, _ras_dead([(3487984, "10.1.2.3", 1)]))[1].events
+    assert not [e for e in events if e.category == "node_failure"]

@@ -12,22 +12,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN
-from goodput_agent.analysis.failure.attribution import culprit_rank, date_by_exit, locate_link_fault
-from goodput_agent.analysis.failure.causal import (
-    Cascade,
-    causal_doubts,
-    find_cascade,
-    set_aside_pre_existing,
-    stall_starts,
-)
-from goodput_agent.analysis.failure.corroboration import contest_hang, failure_confidence
-from goodput_agent.analysis.failure.hang import HangFinding
-from goodput_agent.analysis.failure.hang_verdict import (
-    find_hang,
-    hang_or_unknown,
-    symptom_alternative,
-)
-from goodput_agent.analysis.failure.model import (  # noqa: F401 - the models are failure's API
+from goodput_agent.core.events import Clock, Event, EventKind, Role
+
+from .attribution import culprit_rank, date_by_exit, host_of_ip, locate_link_fault
+from .causal import Cascade, causal_doubts, find_cascade, set_aside_pre_existing, stall_starts
+from .corroboration import contest_hang, failure_confidence
+from .hang import HangFinding
+from .hang_verdict import find_hang, hang_or_unknown, symptom_alternative
+from .model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
     FAILURE_CATEGORIES,
@@ -42,30 +34,21 @@ from goodput_agent.analysis.failure.model import (  # noqa: F401 - the models ar
     FailureVerdict,
     weight,
 )
-from goodput_agent.analysis.failure.notes import (
-    after_the_verdict,
-    clock_notes,
-    note_missing_sources,
-    set_timeline,
-    where,
-)
-from goodput_agent.analysis.failure.notes import fmt_time as _fmt
-from goodput_agent.analysis.failure.observations import (
-    NodeNames,
-    Observations,
-    in_window,
-    job_window,
-)
-from goodput_agent.core.events import Clock, Event, EventKind, Role
+from .notes import after_the_verdict, clock_notes, note_missing_sources, set_timeline, where
+from .notes import fmt_time as _fmt
+from .observations import NodeNames, Observations, in_window, job_window
 
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
-    """Give every event its node (via the rank-to-host map) under one spelling of the name."""
+    """Give every event its node (via the rank-to-host map) under one spelling of the name; a
+    node named by its address (NCCL RAS) is the host the bundle's own records give it."""
     names = names_for(obs)
+    ips = host_of_ip(obs)
     out = []
     for e in obs.events:
         node = e.node or (obs.rank_hosts.get(e.rank) if e.rank is not None else None) \
             or obs.host_aliases.get(_stem(e.locator.path))
+        node = ips.get(node, node) if node else node
         gpu = e.gpu
         if gpu is None and e.rank is not None and e.kind != EventKind.job_state:
             gpu = obs.rank_gpus.get(e.rank)

@@ -7,21 +7,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNEXPLAINED
-from goodput_agent.analysis.failure.hang import (
-    HangFinding,
-    find_stuck_rank,
-    silent_ranks_own_errors,
-    span,
-)
-from goodput_agent.analysis.failure.model import (
-    BASE_CONFIDENCE,
-    SYMPTOM_KINDS,
-    Alternative,
-    FailureVerdict,
-)
-from goodput_agent.analysis.failure.notes import fmt_time
-from goodput_agent.analysis.failure.observations import NodeNames, Observations
 from goodput_agent.core.events import Event, EventKind, Role
+
+from .hang import HangFinding, find_stuck_rank, silent_ranks_own_errors, span
+from .model import BASE_CONFIDENCE, SYMPTOM_KINDS, Alternative, FailureVerdict
+from .notes import fmt_time
+from .observations import NodeNames, Observations
 
 
 def symptom_alternative(events: list[Event], verdict_at: datetime | None,

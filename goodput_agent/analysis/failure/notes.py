@@ -7,20 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from goodput_agent.analysis.abstention import unknown_confidence
-from goodput_agent.analysis.failure.model import (
-    CONTESTED_CONFIDENCE,
-    Candidate,
-    FailureVerdict,
-    weight,
-)
-from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Observations, unread_share
-from goodput_agent.analysis.failure.progress_series import (
-    HANG_CONFIDENCE,
-    series_note,
-    silent_end,
-    stalled_before,
-)
 from goodput_agent.core.events import Clock, Event, EventKind, Role
+
+from .model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict, weight
+from .observations import BUNDLE_FACTS, Observations, unread_share
+from .progress_series import HANG_CONFIDENCE, series_note, silent_end, stalled_before
 
 
 def where(node: str | None, rank: int | None) -> str:

@@ -21,18 +21,14 @@ from __future__ import annotations
 import math
 
 from goodput_agent.analysis.abstention import UNREAD
-from goodput_agent.analysis.latency.changepoint import (
-    RATE_WINDOW_S,
-    STEP_S,
-    choose_windows,
-    find_change,
-)
-from goodput_agent.analysis.latency.decide import config_diff, decide
-from goodput_agent.analysis.latency.facts import Evidence, Facts, ratio
-from goodput_agent.analysis.latency.measure import Ask, resolve_service, window_stats
-from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict, WindowChoice
 from goodput_agent.metrics.source import MetricsSource, MissingEvidence, Point, Selector, TimeWindow
 from goodput_agent.metrics.vllm_names import METRICS, ConfigRevision, resolve_all
+
+from .changepoint import RATE_WINDOW_S, STEP_S, choose_windows, find_change
+from .decide import config_diff, decide
+from .facts import Evidence, Facts, ratio
+from .measure import Ask, resolve_service, window_stats
+from .model import LatencyResult, LatencyVerdict, WindowChoice
 
 __all__ = ["analyse", "resolve_service", "source_failed"]
 

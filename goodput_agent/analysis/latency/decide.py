@@ -12,11 +12,12 @@ from goodput_agent.analysis.abstention import (
     SILENCE,
     UNEXPLAINED,
 )
-from goodput_agent.analysis.latency.advice import ARRIVALS_ROSE, FLAG_KEYS, latency_advice
-from goodput_agent.analysis.latency.facts import LENGTH_RISE, RISE, Evidence, Facts, fmt, headline
-from goodput_agent.analysis.latency.model import ConfigChange, LatencyVerdict, WindowStats
 from goodput_agent.metrics.source import MissingEvidence
 from goodput_agent.metrics.vllm_names import ConfigRevision
+
+from .advice import ARRIVALS_ROSE, FLAG_KEYS, latency_advice
+from .facts import LENGTH_RISE, RISE, Evidence, Facts, fmt, headline
+from .model import ConfigChange, LatencyVerdict, WindowStats
 
 # what would not fix each cause (what would: latency_advice.FIXES, each with its premise)
 WOULD_NOT_FIX: dict[str, list[str]] = {

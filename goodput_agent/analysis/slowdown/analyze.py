@@ -39,23 +39,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, UNEXPLAINED, UNREAD
-from goodput_agent.analysis.slowdown.candidates import (
-    part_candidates,
-    straggler_candidates,
-    throttle_candidates,
-)
-from goodput_agent.analysis.slowdown.kernel_families import diff, per_call_ratio, pooled
-from goodput_agent.analysis.slowdown.model import PARTS, Breakdown, FamilyChange, SlowdownVerdict
-from goodput_agent.analysis.slowdown.run import (
-    COMPUTE_EXCESS,
-    MIN_SLOWDOWN,
-    SHARE_THRESHOLDS,
-    Run,
-    ms,
-)
-from goodput_agent.analysis.slowdown.throttle import ThrottleFinding, throttle_findings
 from goodput_agent.parsing.kineto.model import Trace
 from goodput_agent.parsing.openmetrics import Series
+
+from .candidates import part_candidates, straggler_candidates, throttle_candidates
+from .kernel_families import diff, per_call_ratio, pooled
+from .model import PARTS, Breakdown, FamilyChange, SlowdownVerdict
+from .run import COMPUTE_EXCESS, MIN_SLOWDOWN, SHARE_THRESHOLDS, Run, ms
+from .throttle import ThrottleFinding, throttle_findings
 
 NOTES = [
     "One clock per rank: a step is its ProfilerStep window (or an iteration found from a "

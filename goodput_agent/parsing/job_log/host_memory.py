@@ -15,7 +15,12 @@ kernel log; a job's output often holds only what others say about the kill:
 - shared memory: a DataLoader worker's `Bus error` ("out of shared memory"), PyTorch's
   `ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
   shared memory (shm)`, `unable to write to file </torch_...>` (a tensor could not be placed in
-  /dev/shm): host memory too, with its own remedy (`--shm-size`, `--ipc=host`, fewer workers).
+  /dev/shm), NCCL's `misc/shmutils.cc ... NCCL WARN Error: failed to extend /dev/shm/nccl-X to
+  N bytes` (NCCL >= 2.19 adds `, error: No space left on device (28)`; older NCCL's
+  `Call to posix_fallocate failed : No space left on device`), NVIDIA/nccl-tests#166,
+  NVIDIA/nccl#290: host memory too, with its own remedy (`--shm-size`, `--ipc=host`, fewer
+  workers). NCCL's next line, `Error while creating shared memory segment`, is not read: NCCL
+  prints it after other failures too (a CUDA `invalid argument`, NVIDIA/nccl#1518).
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ _WORKER = re.compile(r"worker \(pid\(?s?\)?:? ?(?P<pid>\d+)\)? (?:is killed|exit
                      r"by signal: (?P<sig>[A-Za-z ]+)")
 _SHM = re.compile(r"insufficient shared memory|out of shared memory|"
                   r"unable to write to file </torch_|/dev/shm[^\n]*No space left|"
-                  r"No space left on device[^\n]*/dev/shm")
+                  r"No space left on device[^\n]*/dev/shm|"
+                  r"failed to extend /dev/shm/\S+ to \d+ bytes|"
+                  r"posix_fallocate failed ?: No space left")
 # a shell or IDE reporting the SIGKILL: "Killed", "bash: line 27: 318 Killed  sh start.sh",
 # "...it/s]Killed", "**Killed**", zh "已杀死", "exit code 137 (interrupted by signal 9: SIGKILL)"
 _SHELL_KILLED = re.compile(r"(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$|"

@@ -11,6 +11,7 @@ import goodput_agent.parsing.job_log.nccl_vocab as nccl_vocab
 from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.job_log.classify import classify_cuda_error
 from goodput_agent.parsing.job_log.device_errors import DeviceErrors
+from goodput_agent.parsing.job_log.host_memory import host_memory_message
 from goodput_agent.parsing.job_log.state import Stream
 
 _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout")
@@ -182,6 +183,9 @@ class NcclLines(DeviceErrors):
         if cuda := classify_cuda_error(msg):
             self._cuda(cuda, base, kw)
             return True
+        if "/dev/shm" in msg and (shm := host_memory_message(msg)):  # shared memory ran out
+            self.add(shm.kind, Role.primary, "host_oom", shm.summary, {**base, **shm.detail},
+                     **kw)
         return True
 
     def _socket(self, text: str, base: dict[str, Any], kw: dict[str, Any]) -> bool:

@@ -31,6 +31,7 @@ _SNIFF_POSITIVE = re.compile(
     r"(?i:\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?memory|"
     r"container init was OOM-killed|\bexit_?code\W{1,4}137\b)|_job_complete: JobId=\d+ WTERMSIG|"
     r"insufficient shared memory|unable to write to file </torch_|"
+    r"failed to extend /dev/shm/|posix_fallocate failed|"
     r"(?m:(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$)|exit code 137\b|return code = -9\b|"
     r"Unable to determine the device handle|(?m:^No devices were found\s*$)|GPU is lost|"
     r"controller: NVIDIA[^\n]*\(rev ff\)|CUDA_ERROR_[A-Z]|Check failed: |(?i:Cuda Error): ")

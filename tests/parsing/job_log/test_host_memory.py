@@ -87,3 +87,28 @@ def test_a_launchers_own_sigkill_is_not_a_memory_kill(tmp_path: Path) -> None:
                  "process 264 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL\n")
     res = PARSER.parse(p, ParseContext(rel_path="out.log"))
     assert not [e for e in res.events if e.category == "host_oom"]
+
+
+@pytest.mark.parametrize("lines", [
+    # NCCL < 2.19 (the shape of NVIDIA/nccl-tests#166), then >= 2.19 with the errno
+    ["ubuntu:9621:9691 [6] misc/shmutils.cc:71 NCCL WARN Error: failed to extend "
+     "/dev/shm/nccl-fjwOOB to 5967876 bytes",
+     "ubuntu:9621:9691 [6] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory "
+     "segment /dev/shm/nccl-fjwOOB (size 5967872)"],
+    ["[2026-04-22 21:34:20] runner-g4:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: "
+     "failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes, error: No space left on device "
+     "(28)"],
+])
+def test_nccl_running_out_of_dev_shm_is_host_memory_on_its_host(tmp_path: Path,
+                                                                 lines: list[str]) -> None:
+    events = _events(tmp_path, "\n".join(lines) + "\n")
+    assert [(e.category, e.detail.get("shm")) for e in events] == [("host_oom", True)]
+    assert events[0].node in ("ubuntu", "runner-g4")
+
+
+def test_nccls_segment_error_alone_names_no_class(tmp_path: Path) -> None:
+    """NCCL prints it after a CUDA `invalid argument` too (NVIDIA/nccl#1518)."""
+    text = ("h:1:2 [1] misc/shmutils.cc:103 NCCL WARN Cuda failure 'invalid argument'\n"
+            "h:1:2 [1] misc/shmutils.cc:114 NCCL WARN Error while creating shared memory "
+            "segment /dev/shm/nccl-NzwJ7O (size 9637888)\n")
+    assert not [e for e in _events(tmp_path, text) if e.category == "host_oom"]
