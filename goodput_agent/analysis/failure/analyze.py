@@ -34,9 +34,10 @@ from .model import (  # noqa: F401 - the models are failure's API
     FailureVerdict,
     weight,
 )
-from .notes import after_the_verdict, clock_notes, note_missing_sources, set_timeline, where
+from .notes import after_the_verdict, clock_notes, note_missing_sources, where
 from .notes import fmt_time as _fmt
 from .observations import NodeNames, Observations, in_window, job_window
+from .timeline import set_timeline
 
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:
