@@ -111,7 +111,8 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 
 
 def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
-    from goodput_agent.cli.render import TerminalConsole, render_report
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.cli.render_report import render_report
     from goodput_agent.investigate import exit_code
 
     if as_json:
@@ -244,7 +245,8 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
     if as_json:
         click.echo(json_dumps(rows))
         return
-    from goodput_agent.cli.render import TerminalConsole, investigations_table
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.cli.render_ledger import investigations_table
 
     console = TerminalConsole()
     console.print(investigations_table(rows, console.width))
@@ -254,7 +256,8 @@ def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
 @ledger_option
 def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
     """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
-    from goodput_agent.cli.render import TerminalConsole, render_record
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.cli.render_ledger import render_record
     from goodput_agent.ledger import open_ledger
     from goodput_agent.planner.model_store import usage_totals
 
