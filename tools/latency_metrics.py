@@ -19,7 +19,8 @@ class LatencyInput(BaseModel):
 
 
 def bundle_source(ctx: ToolContext) -> tuple[MetricsSource, list]:
-    from goodput_agent.metrics.files import FileMetricsSource, load_engine_args
+    from goodput_agent.metrics.engine_args import load_engine_args
+    from goodput_agent.metrics.file_source import FileMetricsSource
     if ctx.bundle is None:
         raise ToolUnavailable("no Prometheus given and no incident bundle open")
     root = ctx.bundle.root

@@ -41,7 +41,7 @@ class TracesOutput(BaseModel):
 
 
 def read_clock_series(ctx: ToolContext) -> tuple[list[Series], list[str]]:
-    from goodput_agent.metrics.files import load_series
+    from goodput_agent.metrics.file_series import load_series
     from goodput_agent.parsing.registry import METRICS_FORMATS
 
     assert ctx.bundle is not None

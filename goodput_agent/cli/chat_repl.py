@@ -30,7 +30,7 @@ def tool_line(name: str, args: Any, ms: float, error: bool) -> str:
 
 def slash(command: str, session: ChatSession, console: Console) -> bool:
     """Run a slash command; False means quit."""
-    from goodput_agent.cli.render import render_record
+    from goodput_agent.cli.render_ledger import render_record
 
     name, _, arg = command.strip().partition(" ")
     ledger, inv_id = session.ledger, session.inv_id

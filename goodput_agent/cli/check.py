@@ -133,7 +133,8 @@ def check_cmd(slurm_job: str | None, slurm_conf: str | None, k8s_job: str | None
 
 
 def _render(result) -> None:  # noqa: ANN001 - a detect.check.CheckResult
-    from goodput_agent.cli.render import TerminalConsole, render_report
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.cli.render_report import render_report
     from goodput_agent.core.untrusted import markup
 
     console = TerminalConsole()

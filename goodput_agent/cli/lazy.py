@@ -33,6 +33,8 @@ LAZY_COMMANDS = {
     "policy": "policy:policy_group",
     "propose": "actions:propose_cmd",
     "token": "tokens:token_group",
+    "ledger": "ledger:ledger",
+    "eval": "eval:eval_cmd",
 }
 
 

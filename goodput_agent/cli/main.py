@@ -1,5 +1,9 @@
 """The `goodput` command line. Exit codes: 0 report written, 1 internal error, 2 bad input,
-3 not enough evidence for a verdict (report still written, category unknown)."""
+3 not enough evidence for a verdict (report still written, category unknown).
+
+This module is the group (one line of error for any command, never a traceback) and the
+investigating commands (investigate, demo) with what they share (the latency command too), plus
+schema and tools; every other command is its own module under cli/, loaded on use (lazy.py)."""
 
 from __future__ import annotations
 
@@ -19,13 +23,12 @@ from goodput_agent.cli.lazy import LazyGroup
 from goodput_agent.cli.options import json_option, ledger_option, with_options
 from goodput_agent.cli.planner_options import model_settings, planner_options
 from goodput_agent.cli.ray_option import ray_option, ray_runner
-from goodput_agent.cli.term import SETTINGS, add_output_options, emit, wants_document
+from goodput_agent.cli.term import SETTINGS, add_output_options
 from goodput_agent.core.errors import BadInput
 from goodput_agent.core.logs import configure
 from goodput_agent.core.untrusted import json_dumps, json_text, line
 
 EXIT_BAD_INPUT = 2
-
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
@@ -111,7 +114,8 @@ def _investigate(bundle: Path, ledger_path: Path | None, kind: str | None, as_js
 
 
 def _show(report, as_json: bool) -> None:  # noqa: ANN001 - a Report
-    from goodput_agent.cli.render import TerminalConsole, render_report
+    from goodput_agent.cli.render import TerminalConsole
+    from goodput_agent.cli.render_report import render_report
     from goodput_agent.investigate import exit_code
 
     if as_json:
@@ -134,8 +138,6 @@ prometheus_options = [
 pictures_option = click.option(
     "--pictures", "pictures_dir", type=click.Path(path_type=Path), default=None,
     help="Folder for the report's pictures (default: reports/<id>/ beside the ledger).")
-
-
 
 
 def _live_latency(url: str, service: str | None, baseline: str | None, incident: str | None,
@@ -217,69 +219,6 @@ def demo(as_json: bool, ledger_path: Path | None) -> None:
 
 
 @cli.group()
-def ledger() -> None:
-    """Read the evidence ledger: investigations, claims, evidence, tool calls, actions."""
-
-
-def _existing(ledger_path: Path | None) -> Path:
-    """Reading a ledger never creates one."""
-    from goodput_agent.ledger import default_ledger_path
-
-    path = ledger_path or default_ledger_path()
-    if not path.is_file():
-        raise BadInput(f"{path}: no ledger here yet (run `goodput investigate` or `goodput demo`)")
-    return path
-
-
-@ledger.command("list")
-@json_option
-@ledger_option
-def ledger_list(as_json: bool, ledger_path: Path | None) -> None:
-    """The most recent investigations (an investigation killed before it concluded reads
-    `interrupted`)."""
-    from goodput_agent.ledger import open_ledger
-
-    with open_ledger(_existing(ledger_path), read_only=True) as lg:
-        rows = lg.investigations()
-    if as_json:
-        click.echo(json_dumps(rows))
-        return
-    from goodput_agent.cli.render import TerminalConsole, investigations_table
-
-    console = TerminalConsole()
-    console.print(investigations_table(rows, console.width))
-@ledger.command("show")
-@click.argument("investigation_id", required=False)
-@json_option
-@ledger_option
-def ledger_show(investigation_id: str | None, as_json: bool, ledger_path: Path | None) -> None:
-    """Claims, confidence, evidence and tool calls of one investigation (default: the latest)."""
-    from goodput_agent.cli.render import TerminalConsole, render_record
-    from goodput_agent.ledger import open_ledger
-    from goodput_agent.planner.model_store import usage_totals
-
-    with open_ledger(_existing(ledger_path), read_only=True, one_turn=True) as lg:
-        inv_id = investigation_id or lg.latest_investigation_id()
-        rec = lg.investigation(inv_id) if inv_id else None
-        usage = usage_totals(lg, inv_id) if inv_id else None  # tokens and cost of the LLM
-    if rec is None:
-        _fail(f"{ledger_path or 'ledger'}: no investigation {investigation_id or '(empty ledger)'}")
-        return
-    if wants_document(as_json):
-        from pydantic import TypeAdapter
-
-        from goodput_agent.ledger.actions import record_document
-
-        # times as ISO 8601, as every other --json; status: concluded or interrupted
-        data = TypeAdapter(dict).dump_python(record_document(rec), mode="json")
-        if usage:
-            data["llm_usage"] = usage
-        emit(data)
-    else:
-        render_record(rec, TerminalConsole(), usage)
-
-
-@cli.group()
 def schema() -> None:
     """JSON Schemas of Goodput's contracts."""
 
@@ -290,66 +229,6 @@ def schema_report() -> None:
     from goodput_agent.report import report_json_schema
 
     click.echo(json.dumps(report_json_schema(), indent=2))
-
-
-@cli.command("eval")
-@click.option("--cases", type=click.Path(path_type=Path), default=None,
-              help="Folder of generated cases (default: the shipped suites).")
-@click.option("--suite", type=click.Choice(["failure", "slowdown", "latency", "independent",
-                                            "fleet", "live", "all"]), default="all",
-              show_default=True,
-              help="Which suite to score (independent: generated held-out cases; fleet: a "
-                   "generated fleet history, about 10 s; live: 240 generated running jobs "
-                   "replayed poll by poll, a few minutes; none of these in all).")
-@click.option("--limit", type=int, default=None,
-              help="With a model planner: only the first N cases (a slow self-hosted model).")
-@with_options(planner_options)
-@json_option
-def eval_cmd(cases: Path | None, suite: str, as_json: bool, planner: str,
-             **claude_flags: object) -> None:
-    """Score the offline planner on generated cases against a naive baseline (--planner
-    claude|openai-compatible: the model beside the offline planner, per case: valid/all tool
-    calls, turns, tokens, seconds, and any case where the model lowered the offline verdict)."""
-    from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.evals.scorer import SUITES, render_scores, score_suite, suite_dir
-
-    if suite == "fleet":
-        _eval_fleet(as_json)
-        return
-    if suite == "live":
-        from goodput_agent.evals.live.report import eval_live
-
-        eval_live(as_json)
-        return
-    if planner in ("claude", "openai-compatible"):
-        from goodput_agent.cli.eval_model import eval_with_model
-
-        limit = claude_flags.pop("limit", None)
-        eval_with_model(cases, suite, as_json, model_settings(planner, claude_flags), planner,
-                        limit)  # type: ignore[arg-type]
-        return
-
-    names = list(SUITES) if suite == "all" else [suite]
-    results = ({"cases": score_suite(cases)} if cases else
-               {n: score_suite(suite_dir(n)) for n in names if suite_dir(n).is_dir()})
-    if as_json:
-        click.echo(json.dumps({k: v.model_dump() for k, v in results.items()}, indent=2))
-        return
-    for name, scores in results.items():
-        TerminalConsole().rule(name)
-        render_scores(scores, TerminalConsole())
-
-
-def _eval_fleet(as_json: bool) -> None:
-    from goodput_agent.cli.render import TerminalConsole
-    from goodput_agent.evals.fleet_scorer import render_fleet_scores, score_fleet
-
-    scores = score_fleet()
-    if as_json:
-        click.echo(json.dumps({"fleet": scores.model_dump()}, indent=2))
-        return
-    TerminalConsole().rule("fleet")
-    render_fleet_scores(scores, TerminalConsole())
 
 
 @cli.command("tools")
@@ -367,7 +246,6 @@ def tools_cmd(as_json: bool) -> None:
     for r in rows:
         click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
                    f"  {r['description']}\n")
-
 
 
 add_output_options(cli, "goodput")

@@ -1,6 +1,6 @@
 """Live mode: the MetricsSource over a Prometheus HTTP API, every number pushed down as PromQL.
 
-The queries are the PromQL that metrics/files.py reproduces over bundle files, so a bundle and
+The queries are the PromQL that metrics/file_source.py reproduces over bundle files, so a bundle and
 the server it came from agree within histogram interpolation:
 - quantile:  histogram_quantile(q, sum by (le) (increase(<h>_bucket{...}[W])))  at the end
 - rate:      sum(rate(<c>{...}[W]))
@@ -37,7 +37,7 @@ from tenacity import (
 from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
-from goodput_agent.metrics.files import GAUGE_STEP_S, _family
+from goodput_agent.metrics.file_source import GAUGE_STEP_S, _family
 from goodput_agent.metrics.source import MetricsUnavailable, Point, Selector, TimeWindow
 
 log = structlog.get_logger(__name__)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from goodput_agent.analysis.failure.analyze import Alternative as FoundAlternative
 from goodput_agent.analysis.failure.analyze import FailureVerdict, diagnose
-from goodput_agent.analysis.failure.notes import on_culprit_chain
 from goodput_agent.analysis.failure.observations import Observations
 from goodput_agent.analysis.failure.remedy import Remedy, remedy
+from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
 from goodput_agent.analysis.slowdown.remedy import slowdown_remedy

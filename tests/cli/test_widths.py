@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_agent.cli import cli
-from goodput_agent.cli.render_parts import TIMELINE_ROWS
+from goodput_agent.cli.render_report import TIMELINE_ROWS
 from goodput_agent.core.untrusted import visible
 
 REPO = Path(__file__).resolve().parents[2]

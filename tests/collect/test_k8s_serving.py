@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from goodput_agent.cli import cli
 from goodput_agent.collect.k8s_serving import failing, serving_argv, vllm_container
-from goodput_agent.metrics.files import load_engine_args
+from goodput_agent.metrics.engine_args import load_engine_args
 from goodput_agent.metrics.source import TimeWindow
 from tests.collect import vllm_pod_fixture as F
 from tests.conftest import REPO

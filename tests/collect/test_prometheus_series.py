@@ -19,7 +19,7 @@ from goodput_agent.collect.prometheus_series import (
     find_pod,
     pod_matches,
 )
-from goodput_agent.metrics.files import load_series
+from goodput_agent.metrics.file_series import load_series
 from goodput_agent.metrics.prometheus import PrometheusSource
 from goodput_agent.metrics.source import TimeWindow
 from tests.collect import vllm_pod_fixture as F

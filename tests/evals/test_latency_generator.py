@@ -164,7 +164,7 @@ def test_answer_keys_and_questions() -> None:
 def test_littles_law_holds_in_the_load_model() -> None:
     """Requests in the engine = finished per second x time in the engine (after the queue)."""
     from goodput_agent.analysis.latency.analyze import analyse
-    from goodput_agent.metrics.files import FileMetricsSource
+    from goodput_agent.metrics.file_source import FileMetricsSource
 
     case = SHIPPED / "l32-no-change-steady"
     source = FileMetricsSource.from_files([case / "metrics" / "vllm.om.gz"], root=case)

@@ -163,7 +163,7 @@ def test_the_slow_rank_waits_least_but_its_step_is_not_the_longest(category):
 
 
 def test_throttled_gpu_shows_in_its_dcgm_series_only():
-    from goodput_agent.metrics.files import load_series
+    from goodput_agent.metrics.file_series import load_series
 
     for case in _by_category("gpu_throttling"):
         exp = _expected(case.name)

@@ -17,12 +17,9 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.core.errors import BadInput
-from goodput_agent.metrics.files import (
-    FileMetricsSource,
-    bucket_quantile,
-    load_engine_args,
-    load_series,
-)
+from goodput_agent.metrics.engine_args import load_engine_args
+from goodput_agent.metrics.file_series import load_series
+from goodput_agent.metrics.file_source import FileMetricsSource, bucket_quantile
 from goodput_agent.metrics.source import Selector, TimeWindow
 from goodput_agent.parsing.base import ParseError
 from goodput_agent.parsing.openmetrics import Series

@@ -22,7 +22,9 @@ import pytest
 import yaml
 
 from goodput_agent.analysis.latency.analyze import analyse, resolve_service
-from goodput_agent.metrics.files import FileMetricsSource, load_engine_args, load_series
+from goodput_agent.metrics.engine_args import load_engine_args
+from goodput_agent.metrics.file_series import load_series
+from goodput_agent.metrics.file_source import FileMetricsSource
 from goodput_agent.metrics.prometheus import PrometheusSource
 from goodput_agent.metrics.source import MetricsUnavailable, Selector, TimeWindow
 from tests.conftest import REPO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.metrics.files import load_series
+from goodput_agent.metrics.file_series import load_series
 from goodput_agent.metrics.vllm_names import (
     METRICS,
     config_from_info,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from goodput_agent.bundle import open_bundle
-from goodput_agent.metrics.files import load_engine_args
+from goodput_agent.metrics.engine_args import load_engine_args
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.lines import plain_suffix, read_head, read_tail, read_whole
 from goodput_agent.parsing.registry import identify

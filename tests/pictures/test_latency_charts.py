@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from goodput_agent.analysis.latency.analyze import analyse, resolve_service
-from goodput_agent.metrics.files import FileMetricsSource
+from goodput_agent.metrics.file_source import FileMetricsSource
 from goodput_agent.pictures.latency_charts import (
     draw_latency_over_time,
     draw_latency_pictures,

@@ -15,7 +15,7 @@ from goodput_agent.cli import cli
 from goodput_agent.evals.verify_generator import latency_pairs
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
-from goodput_agent.metrics.files import FileMetricsSource
+from goodput_agent.metrics.file_source import FileMetricsSource
 from goodput_agent.metrics.prometheus import PrometheusSource
 from goodput_agent.metrics.source import TimeWindow
 from goodput_agent.verify.latency import WARMUP

@@ -17,8 +17,8 @@ from goodput_agent.core.events import Clock, Event, EventKind, Role
 from .attribution import culprit_rank, date_by_exit, host_of_ip, locate_link_fault
 from .causal import Cascade, causal_doubts, find_cascade, set_aside_pre_existing, stall_starts
 from .corroboration import contest_hang, failure_confidence
-from .hang import HangFinding
-from .hang_verdict import find_hang, hang_or_unknown, symptom_alternative
+from .hang import HangFinding, find_hang
+from .hang_verdict import hang_or_unknown, symptom_alternative
 from .model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
@@ -34,9 +34,10 @@ from .model import (  # noqa: F401 - the models are failure's API
     FailureVerdict,
     weight,
 )
-from .notes import after_the_verdict, clock_notes, note_missing_sources, set_timeline, where
+from .notes import after_the_verdict, clock_notes, note_missing_sources, where
 from .notes import fmt_time as _fmt
 from .observations import NodeNames, Observations, in_window, job_window
+from .timeline import set_timeline
 
 
 def normalize(obs: Observations) -> tuple[list[Event], NodeNames]:

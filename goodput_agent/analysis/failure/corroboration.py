@@ -24,7 +24,7 @@ they keep. Agreeing sources still raise it, and everything below still lowers or
 What lowers it: a decisive line without a reliable time of its own, a rival of another class
 within the clock-skew tolerance, the node's kernel log missing while other nodes' are present
 (the place the fault would show first-hand was not read), and the ceilings of
-`failure_notes.thin_evidence` (one second-hand artifact, an ambiguous line nothing
+`ceilings.thin_evidence` (one second-hand artifact, an ambiguous line nothing
 corroborates, a node state not tied to the job). A verdict the scheduler's end state or the
 cascade's timing contradicts is held at CONTESTED_CONFIDENCE by the caller, and so is a hang
 whose job the scheduler says ended for another reason (contest_hang).
@@ -35,6 +35,7 @@ from __future__ import annotations
 from goodput_agent.core.events import Clock, Event
 
 from .causal import Cascade, decisive_end_state
+from .ceilings import AMBIGUOUS_WEIGHT, secondhand, thin_evidence
 from .model import (
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
@@ -44,7 +45,6 @@ from .model import (
     FailureVerdict,
     weight,
 )
-from .notes import AMBIGUOUS_WEIGHT, secondhand, thin_evidence
 from .observations import Observations
 
 CORROBORATION_STEP = 0.05

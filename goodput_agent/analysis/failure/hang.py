@@ -2,7 +2,9 @@
 
 When one rank stops issuing collectives (stuck in a data step, a deadlock, a barrier only it
 entered), the others wait in the next collective and their watchdogs fire. The stuck rank is the
-one whose progress is behind, or the one that printed no watchdog line at all.
+one whose progress is behind, or the one that printed no watchdog line at all. find_hang asks
+this of a bundle (the ranks it heard from, the world's size); hang_verdict.py turns what it finds
+into the verdict.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.core.events import Event, EventKind
+
+from .observations import Observations
 
 
 class RankProgress(BaseModel):
@@ -242,3 +246,28 @@ def _waiting_in_collective(events: list[Event]) -> HangFinding | None:
         reason=(f"a stack dump shows a thread waiting in {waits[0].detail['stuck_in_collective']}"
                 ": the collective did not complete; which rank stopped first is not told (a "
                 "dump of every rank, or a Flight Recorder dump, would)"))
+
+
+def find_hang(events: list[Event], obs: Observations) -> HangFinding | None:
+    heard = heard_ranks(events, obs)
+    all_ranks = set(heard)
+    world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
+    if world:
+        all_ranks |= set(range(world))
+    if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
+        all_ranks |= set(range(max(all_ranks) + 1))
+    # the world is known from its size, or from NCCL's rank map when it covers ranks 0..N-1
+    mapped = set(obs.rank_hosts)
+    known = bool(world) or bool(mapped) and mapped == set(range(max(mapped) + 1)) and \
+        max(mapped) >= max(heard, default=0)
+    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
+
+
+def heard_ranks(events: list[Event], obs: Observations) -> set[int]:
+    """The ranks whose output the bundle holds: a line of theirs (an event, an NCCL line that
+    names them, a rank prefix) or a log file of their own."""
+    heard = {e.rank for e in events if e.rank is not None} | set(obs.rank_hosts)
+    heard |= {a.rank for a in obs.activity if a.rank is not None}
+    for facts in obs.facts.values():
+        heard |= {int(r) for r in facts.get("ranks_seen") or []}
+    return heard

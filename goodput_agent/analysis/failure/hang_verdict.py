@@ -9,7 +9,7 @@ from datetime import datetime
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNEXPLAINED
 from goodput_agent.core.events import Event, EventKind, Role
 
-from .hang import HangFinding, find_stuck_rank, silent_ranks_own_errors, span
+from .hang import HangFinding, silent_ranks_own_errors, span
 from .model import BASE_CONFIDENCE, SYMPTOM_KINDS, Alternative, FailureVerdict
 from .notes import fmt_time
 from .observations import NodeNames, Observations
@@ -34,31 +34,6 @@ def symptom_alternative(events: list[Event], verdict_at: datetime | None,
         why_not=(f"{len(noisy)} NCCL timeout/connection-reset/abort lines on {len(ranks)} ranks "
                  f"and {len(nodes)} nodes ({when}) are symptoms: ranks lose their peer when one "
                  f"rank{' on ' + culprit_node if culprit_node else ''} fails first"))
-
-
-def find_hang(events: list[Event], obs: Observations) -> HangFinding | None:
-    heard = heard_ranks(events, obs)
-    all_ranks = set(heard)
-    world = max((int(f.get("world_size", 0) or 0) for f in obs.facts.values()), default=0)
-    if world:
-        all_ranks |= set(range(world))
-    if all_ranks:  # ranks are 0..N-1: a rank that printed nothing at all is still a rank
-        all_ranks |= set(range(max(all_ranks) + 1))
-    # the world is known from its size, or from NCCL's rank map when it covers ranks 0..N-1
-    mapped = set(obs.rank_hosts)
-    known = bool(world) or bool(mapped) and mapped == set(range(max(mapped) + 1)) and \
-        max(mapped) >= max(heard, default=0)
-    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
-
-
-def heard_ranks(events: list[Event], obs: Observations) -> set[int]:
-    """The ranks whose output the bundle holds: a line of theirs (an event, an NCCL line that
-    names them, a rank prefix) or a log file of their own."""
-    heard = {e.rank for e in events if e.rank is not None} | set(obs.rank_hosts)
-    heard |= {a.rank for a in obs.activity if a.rank is not None}
-    for facts in obs.facts.values():
-        heard |= {int(r) for r in facts.get("ranks_seen") or []}
-    return heard
 
 
 def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],

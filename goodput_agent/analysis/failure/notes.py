@@ -1,15 +1,17 @@
-"""What a failure verdict says beside its answer: the clock assumptions, the missing sources,
-what its evidence cannot promise, and each node's and rank's first notable event on one clock
-(the picture of the cascade)."""
+"""What a failure verdict says beside its answer: the clock assumptions, the sources missing
+from the bundle, what the logs' own rhythm adds when nothing failed, a mostly unread bundle said
+first; and how a verdict names a place and a time. (The cascade's picture is timeline.py, the
+confidence ceilings of thin evidence ceilings.py.)"""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from goodput_agent.analysis.abstention import unknown_confidence
-from goodput_agent.core.events import Clock, Event, EventKind, Role
+from goodput_agent.core.events import Clock, Event
 
-from .model import CONTESTED_CONFIDENCE, Candidate, FailureVerdict, weight
+from .ceilings import UNCORROBORATED
+from .model import CONTESTED_CONFIDENCE, FailureVerdict
 from .observations import BUNDLE_FACTS, Observations, unread_share
 from .progress_series import HANG_CONFIDENCE, series_note, silent_end, stalled_before
 
@@ -95,124 +97,3 @@ def clock_notes(obs: Observations, events: list[Event]) -> list[str]:
         notes.append(f"{counts[Clock.none.value]} events have no usable time (e.g. dmesg "
                      "uptime without a boot anchor); they are ordered last")
     return notes
-
-
-TIMELINE_LIMIT = 40  # entries a report keeps; it counts the rest (timeline_left_out)
-
-
-def timeline(events: list[Event], limit: int = TIMELINE_LIMIT) -> list[Event]:
-    """Each node's and rank's first notable event, on one clock: the picture of the cascade
-    (every one: the verdict keeps the first `limit` and counts the rest)."""
-    firsts: dict[tuple[str | None, int | None, str], Event] = {}
-    for e in sorted(events, key=Event.sort_key):
-        if e.role == Role.context and e.kind not in (EventKind.job_state, EventKind.node_fail):
-            continue
-        key = (e.node, e.rank, e.role.value)
-        firsts.setdefault(key, e)
-    ordered = sorted(firsts.values(), key=Event.sort_key)
-    return ordered if limit <= 0 else ordered[:limit]
-
-
-def set_timeline(verdict: FailureVerdict, events: list[Event]) -> FailureVerdict:
-    """The verdict's timeline: the first TIMELINE_LIMIT entries, and how many more there were."""
-    every = timeline(events, 0)
-    verdict.timeline = every[:TIMELINE_LIMIT]
-    verdict.timeline_left_out = len(every) - len(verdict.timeline)
-    return verdict
-
-
-def on_culprit_chain(e: Event, verdict: FailureVerdict) -> bool:
-    """Whether an event that can start a failure is the culprit's own: one the verdict cites,
-    or one on the verdict's node (and rank, when both name one). Others started no failure
-    the verdict explains: another node's fault, a pre-existing condition, the job's end; a
-    peer's error the verdict cites (a socket to the culprit failed) is evidence, not a cause."""
-    if e.node is not None and verdict.node is not None and e.node != verdict.node:
-        return False
-    if any(e is x or e == x for x in verdict.evidence):
-        return True
-    if verdict.node is None or e.node != verdict.node:
-        return False
-    return e.rank is None or verdict.rank is None or e.rank == verdict.rank
-
-
-def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
-                  ) -> tuple[float | None, list[str]]:
-    """A ceiling on the confidence, and why, when the verdict rests on evidence a decoy could
-    give: one exception line without its traceback, or a node's state with nothing tying the
-    node to the job."""
-    e = best.event
-    if secondhand(e) and not _corroborated(best, cands, obs):
-        confirm = CONFIRMS.get(best.category, 'a second source')
-        if _unambiguous_elsewhere(best, cands):
-            # two tools or processes saw the same fault (lspci and the CUDA runtime, the device
-            # plugin and the rank): the class is corroborated, the first-hand record still not
-            return SECONDHAND_TWICE, [
-                f"the verdict rests on what others recorded ({e.locator}: {e.summary}, and "
-                f"another file agrees); the first-hand record is not in the bundle: {confirm}"]
-        # the weakest of such words (a bare SIGKILL, whoever sent it; "No devices were found",
-        # which an unloaded driver says too) stay below half
-        return (UNCORROBORATED if weight(e) > AMBIGUOUS_WEIGHT else CONTESTED_CONFIDENCE), [
-            f"the verdict rests on one artifact ({e.locator}: {e.summary}) and what would "
-            f"confirm it is not in the bundle: {confirm}"]
-    if e.detail.get("without_traceback"):
-        return CONTESTED_CONFIDENCE, [
-            f"the verdict rests on one exception line without its traceback ({e.locator}): "
-            "where it was raised is not in the bundle"]
-    if e.detail.get("node_record") and not (obs.job_nodes or obs.rank_hosts):
-        others = sorted({c.event.node for c in cands if c.event.detail.get("node_record")
-                         and c.event.node and c.event.node != e.node})
-        also = f"; {len(others)} other nodes are down too ({', '.join(others[:5])})" \
-            if others else ""
-        return CONTESTED_CONFIDENCE, [
-            f"which nodes the job ran on is not in the bundle: {e.node}'s state alone does not "
-            f"tie it to the job{also}"]
-    if weight(e) <= AMBIGUOUS_WEIGHT and not _unambiguous_elsewhere(best, cands):
-        # words that more than one class prints ("unspecified launch failure": a kernel bug or
-        # a GPU fault) decide nothing alone, whoever printed them
-        return CONTESTED_CONFIDENCE, [
-            f"the verdict rests on {e.locator} ({e.summary}), words more than one class "
-            f"prints, and no unambiguous line of {best.category} corroborates it"]
-    return None, []
-
-
-UNCORROBORATED = 0.6  # one artifact's word, its confirmation missing from the bundle
-SECONDHAND_TWICE = 0.7  # two independent second-hand records agree; the first-hand one missing
-AMBIGUOUS_WEIGHT = 0.5  # a line whose own parser says several classes print it (weight <= this)
-# what would confirm a verdict that others announced (a shell's Killed, nvidia-smi, a monitor)
-CONFIRMS = {
-    "host_oom": "the node's kernel log (journalctl -k / dmesg: 'Out of memory: Killed process' "
-                "or a memory-cgroup OOM line) or the job's memory accounting (sacct MaxRSS, the "
-                "container's memory.events)",
-    "gpu_hardware": "the node's kernel log (an NVRM Xid line for that GPU) or the GPU's own "
-                    "health record (nvidia-smi -q, dcgmi diag)",
-}
-
-
-def secondhand(e: Event) -> bool:
-    """Evidence that reports a fault someone else recorded: a kill whose sender is not shown,
-    a GPU lost as user space sees it, a memory monitor's kill, a CUDA error the GPU caused."""
-    d = e.detail
-    return bool(d.get("kernel_record_missing") or d.get("user_space") or d.get("monitor")) or (
-        e.kind == EventKind.cuda_error and e.category == "gpu_hardware")
-
-
-def _unambiguous_elsewhere(best: Candidate, cands: list[Candidate]) -> bool:
-    """Another file records the same class in words that are not ambiguous."""
-    e = best.event
-    return any(c.category == best.category and c.event.locator.path != e.locator.path
-               and weight(c.event) > AMBIGUOUS_WEIGHT for c in cands)
-
-
-def _corroborated(best: Candidate, cands: list[Candidate], obs: Observations) -> bool:
-    """Another artifact records the same fault first-hand: a kernel-log line, or a scheduler's
-    or kubelet's own record, of the same class."""
-    kernel_logs = {a.path for a in obs.activity if a.format == "kernel_log"}
-    e = best.event
-    return any(c.category == best.category and c.event.locator.path != e.locator.path
-               and not secondhand(c.event)
-               and (c.event.locator.path in kernel_logs or c.event.kind in _FIRST_HAND)
-               for c in cands)
-
-
-_FIRST_HAND = (EventKind.xid, EventKind.host_oom_kill, EventKind.cgroup_oom, EventKind.ecc_error,
-               EventKind.gpu_reset_required, EventKind.node_fail)

@@ -16,7 +16,8 @@ from goodput_agent.analysis.latency.decide import weigh
 from goodput_agent.analysis.latency.model import NOT_ADDITIVE, ConfigChange, LatencyResult
 from goodput_agent.core.errors import BadInput
 from goodput_agent.core.events import EventKind
-from goodput_agent.metrics.files import FileMetricsSource, load_engine_args
+from goodput_agent.metrics.engine_args import load_engine_args
+from goodput_agent.metrics.file_source import FileMetricsSource
 from goodput_agent.metrics.source import MetricsUnavailable, Selector, TimeWindow
 from goodput_agent.metrics.vllm_names import ConfigRevision
 from goodput_agent.report import CATEGORIES

@@ -176,7 +176,7 @@ def _generated(tmp_path, **kw):
             load_trace(p, rel_path=str(p.relative_to(tmp_path))))
     om = tmp_path / "metrics" / "dcgm.om"
     if om.exists():
-        from goodput_agent.metrics.files import load_series
+        from goodput_agent.metrics.file_series import load_series
 
         return runs, load_series([om])
     return runs, None

@@ -1,8 +1,6 @@
-"""Bundle mode: metric series read from files, and the MetricsSource computed over them.
-
-Files are OpenMetrics / Prometheus text with timestamps (seconds; milliseconds when a value is
-above 1e11, as the Prometheus text format writes them), or Prometheus HTTP API responses
-(`query_range` matrix or `query` vector), optionally gzipped. Both are read as streams.
+"""Bundle mode's MetricsSource: the numbers computed over metric series read from a bundle's
+files (metrics/file_series.py reads them; metrics/prometheus.py is the live source that asks
+Prometheus the same questions).
 
 The numbers follow PromQL (Prometheus 2.x) so that a bundle and a live server agree:
 - `rate`/`increase` over [start, end] (both ends inclusive), counter resets added back, and
@@ -15,7 +13,7 @@ The numbers follow PromQL (Prometheus 2.x) so that a bundle and a live server ag
   the step, a sample counts for LOOKBACK_S after it), then averaged or maxed: this is
   `avg_over_time(sum(g)[W:15s])` / `max_over_time(sum(g)[W:15s])`.
 
-Reading the files is metrics/file_series.py; engine arguments metrics/engine_args.py.
+A bundle's engine arguments are metrics/engine_args.py.
 """
 
 from __future__ import annotations
@@ -27,13 +25,9 @@ from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
 
-from goodput_agent.metrics.engine_args import load_engine_args
-from goodput_agent.metrics.file_series import load_series, read_series
+from goodput_agent.metrics.file_series import read_series
 from goodput_agent.metrics.source import Point, Selector, TimeWindow
 from goodput_agent.parsing.openmetrics import Series
-
-__all__ = ["GAUGE_STEP_S", "FileMetricsSource", "bucket_quantile", "load_engine_args",
-           "load_series"]
 
 LOOKBACK_S = 300.0  # Prometheus' default lookback delta
 GAUGE_STEP_S = 15.0

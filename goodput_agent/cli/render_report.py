@@ -1,28 +1,107 @@
-"""The parts of a report a person reads first, laid out for any width from 80 columns up:
-evidence as blocks (its id and where, the excerpt below), the failure timeline with the
-columns that fit, the alternatives with where each points, the proposals as blocks.
-Identifiers (ids, node names, paths) are never wrapped where the width allows them whole;
-every cut says what it cut."""
+"""A report for people (`goodput investigate`, `check`, `demo`), laid out for any width from
+80 columns up: the verdict's panel, evidence as blocks (its id and where, the excerpt below),
+the question's own section (render_slowdown.py, render_latency.py), the failure timeline with
+the columns that fit, the alternatives with where each points, the proposals as blocks, and the
+notes (unknowns, unread files, clock assumptions). Identifiers (ids, node names, paths) are
+never wrapped where the width allows them whole; every cut says what it cut."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from goodput_agent.cli.render_latency import render_latency
+from goodput_agent.cli.render_slowdown import render_breakdown
 from goodput_agent.cli.term import SETTINGS
-from goodput_agent.core.untrusted import visible
-from goodput_agent.report import Alternative, EvidenceItem, ProposedAction, TimelineEntry
+from goodput_agent.core.untrusted import markup, rich_text, visible
+from goodput_agent.report import (
+    Alternative,
+    EvidenceItem,
+    ProposedAction,
+    Report,
+    TimelineEntry,
+)
 
 EXCERPT_LINES = 4  # of an evidence excerpt, unless --wide
 EXCERPT_CHARS = 360
 TIMELINE_ROWS = 20  # rows of the failure timeline on a terminal, unless --wide
 NARROW = 100  # below this many columns, tables choose and abbreviate their columns
+
+
+def _conf_style(c: float) -> str:
+    return "green" if c >= 0.75 else "yellow" if c >= 0.45 else "red"
+
+
+def render_report(report: Report, console: Console) -> None:
+    rc = report.root_cause
+    where = ", ".join(visible(x, newlines=False) for x in (
+        f"node {rc.node}" if rc.node else "", f"rank {rc.rank}" if rc.rank is not None else "",
+        f"GPU {rc.gpu}" if rc.gpu else "") if x) or "not located"
+    head = Text.assemble((visible(rc.category), "bold"), "  ",
+                         (f"confidence {rc.confidence:.2f}", _conf_style(rc.confidence)),
+                         "  ", (where, "cyan"))
+    question = visible(report.question or report.kind, newlines=False)
+    fits = len(question) <= console.width - 8
+    body: list = ([] if fits else [Text(question, style="bold")]) + [head, rich_text(rc.summary)]
+    if report.retry:
+        verdict = {True: "yes", False: "no", None: "unknown"}[report.retry.useful]
+        body.append(Text.assemble(("Retry useful: ", "bold"), verdict,
+                                  f" — {visible(report.retry.why)}"))
+    console.print(Panel(Group(*body), title=f"[bold]{escape(question)}[/]" if fits else None,
+                        subtitle=markup(report.investigation_id or ""), expand=True))
+    if rc.evidence:
+        console.print(evidence_blocks(rc.evidence))
+    if report.breakdown:
+        render_breakdown(report.breakdown, console)
+    if report.latency:
+        render_latency(report.latency, console)
+    if report.timeline:
+        console.print(timeline_table(report.timeline, console.width, report.timeline_left_out))
+    if report.alternatives:
+        console.print(alternatives_table(report.alternatives))
+    if report.actions:
+        console.print(proposal_blocks(report.actions))
+    if report.advice:
+        from goodput_agent.cli.action_views import render_advice
+
+        render_advice(report.advice, console)
+    notes = [*(f"unknown: {u}" for u in report.unknowns),
+             *unread_notes(report.unread_reasons)]
+    if report.clock:
+        notes += [f"clock: {a}" for a in report.clock.assumptions]
+    if report.pictures:
+        notes += [f"picture: {p}" for p in report.pictures]
+    if notes:
+        console.print(Panel("\n".join(markup(n, newlines=False) for n in notes), title="Notes",
+                            style="dim"))
+
+
+UNREAD_SHOWN = 20  # unread files listed by name; the rest are counted by reason
+
+
+def unread_notes(unread: dict[str, str]) -> list[str]:
+    """The first unread files by name, then every reason with its count when there are more
+    (a bundle of 100,000 unread files is a dozen lines, not 100,000)."""
+    items = list(unread.items())
+    notes = [f"unread: {p} ({r})" for p, r in items[:UNREAD_SHOWN]]
+    if len(items) > UNREAD_SHOWN:
+        rest = Counter(r for _, r in items[UNREAD_SHOWN:])
+        notes.append(f"unread: {len(items) - UNREAD_SHOWN:,} more files not listed (--json lists "
+                     "every one), by reason:")
+        notes += [f"  {n:,} × {r}" for r, n in rest.most_common(10)]
+        if len(rest) > 10:
+            notes.append(f"  {sum(n for _, n in rest.most_common()[10:]):,} × "
+                         f"{len(rest) - 10} other reasons")
+    return notes
 
 
 def where_of(ev: EvidenceItem) -> str:
