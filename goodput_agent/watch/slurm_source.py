@@ -59,9 +59,19 @@ class SlurmFilters(BaseModel):
 class Cursor(BaseModel):
     end: datetime  # the newest job end seen, and its job id
     job_id: str = ""
-    # node events older than the watch's first start (--since, or then) are not incidents: a
-    # node drained for weeks is not news; kept as the cursor moves on
+    # the watch's first start (--since, or then), kept as the cursor moves on: node events and
+    # jobs that ended before it are not incidents (a node drained for weeks is not news, and
+    # the overlap a later poll re-reads never reaches back past it)
     nodes_since: datetime | None = None
+
+
+def floor_of(start: Cursor, stored: str | None) -> datetime:
+    """The earliest job end a poll reports: the first poll nothing before its start; a later
+    one re-reads the overlap (the store's keys drop what was seen), never past the first start."""
+    if stored is None:
+        return start.end
+    floor = start.end - OVERLAP
+    return max(floor, start.nodes_since) if start.nodes_since is not None else floor
 
 
 def gpus_of(tres: str | None) -> int:
@@ -112,8 +122,7 @@ class SlurmWatchSource:
         sacct = self._call("sacct.txt", "ended jobs", self._sacct_argv(start.end - OVERLAP, now))
         # the first poll reports nothing that ended before its start (--since, or now); later
         # ones re-read the overlap, where the store's keys drop what was already seen
-        floor = start.end if cursor is None else start.end - OVERLAP
-        triggers, newest = self._job_triggers(sacct, config, start, floor)
+        triggers, newest = self._job_triggers(sacct, config, start, floor_of(start, cursor))
         if self.filters.node_events:
             triggers += [t for t in self._node_triggers(config)
                          if start.nodes_since is None or t.occurred_at >= start.nodes_since]

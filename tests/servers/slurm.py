@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,11 @@ memory, this process has 78.07 GiB memory in use.
 EOF
 exit 1
 """
+
+
+def _ended(sacct: str) -> set[str]:
+    """The job ids of `sacct -n -P --format=JobID,End` lines that have an end."""
+    return {ln.split("|")[0] for ln in sacct.splitlines() if ln and "Unknown" not in ln}
 
 
 @dataclass
@@ -130,11 +136,17 @@ class SlurmCluster:
 
     def wait_accounted(self, jobs: list[str], timeout: float = 60) -> None:
         """Until slurmdbd holds each job's end (it records it a moment after scontrol shows
-        it)."""
+        it) and lists the job in a time window as the watch asks for ended jobs (`sacct -S
+        -E`): seen here, a window query can leave out for a while a job a query by its id
+        already shows ended."""
         deadline = time.monotonic() + timeout
         while True:
-            out = self.run("sacct", "-X", "-n", "-P", "--format=JobID,End", "-j", ",".join(jobs))
-            ended = {ln.split("|")[0] for ln in out.splitlines() if ln and "Unknown" not in ln}
+            now = datetime.now(UTC)
+            by_id = self.run("sacct", "-X", "-n", "-P", "--format=JobID,End", "-j", ",".join(jobs))
+            window = self.run("sacct", "-X", "-D", "-a", "-n", "-P", "--format=JobID,End",
+                              "-S", f"{now - timedelta(hours=6):%Y-%m-%dT%H:%M:%S}",
+                              "-E", f"{now + timedelta(minutes=1):%Y-%m-%dT%H:%M:%S}")
+            ended = _ended(by_id) & _ended(window)
             if set(jobs) <= ended:
                 return
             if time.monotonic() > deadline:

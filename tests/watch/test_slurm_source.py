@@ -4,13 +4,15 @@ bundle's parsers: which ends are incidents, their keys, the cursor, the filters.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from goodput_agent.sources.slurm import SlurmCLI, SlurmOutput
 from goodput_agent.watch.slurm_source import (
+    OVERLAP,
     Cursor,
     SlurmFilters,
     SlurmWatchSource,
+    floor_of,
     gpus_of,
     switches_of,
     system_uids,
@@ -106,3 +108,16 @@ def test_nothing_before_the_floor() -> None:
     floor = datetime(2026, 12, 4, 6, 10, 3, tzinfo=UTC)
     triggers, _ = src._job_triggers(out, CONFIG, Cursor(end=floor), floor)
     assert [t.subject for t in triggers] == ["14", "15"] and triggers[1].state == "TIMEOUT"
+
+
+def test_a_later_poll_never_reaches_back_past_the_first_start() -> None:
+    """The overlap a later poll re-reads stops at the watch's first start: a job that ended
+    just before it was left out by the first poll and stays out (it is not news)."""
+    first = datetime(2026, 12, 4, 6, 0, tzinfo=UTC)
+    assert floor_of(Cursor(end=first, nodes_since=first), None) == first
+    later = Cursor(end=first + timedelta(seconds=30), nodes_since=first)
+    assert floor_of(later, later.model_dump_json()) == first
+    moved_on = Cursor(end=first + timedelta(minutes=10), nodes_since=first)
+    assert floor_of(moved_on, moved_on.model_dump_json()) == moved_on.end - OVERLAP
+    older = Cursor(end=first + timedelta(seconds=30))  # a cursor stored before the first start
+    assert floor_of(older, older.model_dump_json()) == older.end - OVERLAP  # was kept
