@@ -2,9 +2,9 @@
 run) where the evidence names the setting and the bundle holds the Deployment/StatefulSet:
 
 - latency: an engine flag whose change between the baseline and incident windows explains the
-  verdict (`latency_decide.weigh`: --max-num-seqs lowered before queueing, --gpu-memory-utilization
-  lowered before KV-cache pressure, ...) is set back to its baseline value, in the container
-  whose args hold the incident value;
+  verdict (`analysis/latency/decide.weigh`: --max-num-seqs lowered before queueing,
+  --gpu-memory-utilization lowered before KV-cache pressure, ...) is set back to its baseline
+  value, in the container whose args hold the incident value;
 - failure: a container OOMKilled at its memory limit gets double that limit.
 
 A workload manifest (YAML) in the bundle that sets the flag gets the same revert as an exact

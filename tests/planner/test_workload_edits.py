@@ -118,8 +118,8 @@ def test_latency_revert_is_a_workload_patch_previewed_by_the_servers_dry_run(
 
 
 def _result(category: str, changes: list[ConfigChange]) -> LatencyResult:
-    """A verdict whose advice is what latency_decide gives: the revert of each change that
-    explains the category."""
+    """A verdict whose advice is what analysis/latency/decide.py gives: the revert of each
+    change that explains the category."""
     advice = [revert(c, w) for c in changes if (w := weigh(category, c)).startswith("explains")]
     return LatencyResult(source="bundle", service_labels={}, metrics={}, windows=None,
                          config_diff=changes,

@@ -109,7 +109,7 @@ def flag(key: str) -> str:
 
 
 def revert_premise(c: ConfigChange) -> Premise:
-    """The direction of the change that makes it explain the verdict (latency_decide.weigh)."""
+    """The direction of the change that makes it explain the verdict (decide.weigh)."""
     left, right = f"incident.config.{c.key}", f"baseline.config.{c.key}"
     try:
         op = "<" if float(c.incident or "nan") < float(c.baseline or "nan") else ">"

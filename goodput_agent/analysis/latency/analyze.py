@@ -12,8 +12,8 @@ those numbers alone (GPU utilization is context, never weighed), in this order:
    such as a lower max_num_seqs) while the requests stayed the same;
 otherwise unknown, saying what did change.
 
-Modules: latency_measure (the numbers of one window), latency_facts (the two windows compared,
-the evidence), latency_decide (the verdict); this one chooses the windows and puts them together.
+Modules beside it: measure (the numbers of one window), facts (the two windows compared, the
+evidence), decide (the verdict); this one chooses the windows and puts them together.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ Where this differs from HTA, deliberately (each difference is bounded in the agr
 - with no ProfilerStep filter, an op without a launch call is never host wait here; HTA then
   compares against the first event of the file.
 
-Where Goodput's own per-step breakdown (slowdown_model.StepBreakdown) differs from HTA:
+Where Goodput's own per-step breakdown (model.StepBreakdown) differs from HTA:
 - range: a StepBreakdown covers one ProfilerStep's CPU window [ts, ts+dur) on the GPU timeline;
   GPU time outside every step window (warm-up, the tail) is in no step. HTA's range is the GPU
   activity span of all kept ops, launched before the last step, wherever they run;

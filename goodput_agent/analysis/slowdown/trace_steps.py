@@ -250,7 +250,7 @@ def _parts(tl: RankTimeline, step: Step, comm_wait_us: float
 def step_parts(tl: RankTimeline, step: Step,
                comm_wait_us: float = 0.0) -> list[tuple[float, float, str]]:
     """The step's window as (start, end, part) intervals, disjoint, covering it exactly; `part`
-    is one of slowdown_model.PARTS. The exposed communication's waiting share is drawn at the
+    is one of model.PARTS. The exposed communication's waiting share is drawn at the
     start of each exposed interval (a collective waits for its peers, then transfers)."""
     return _parts(tl, step, comm_wait_us)[0]
 
