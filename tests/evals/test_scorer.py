@@ -91,6 +91,18 @@ def test_a_confidence_ceiling_makes_an_overconfident_verdict_wrong() -> None:
     assert scores.over_ceiling == 1 and scores.category_accuracy == 0.5
 
 
+def test_an_unknown_where_the_key_says_unknown_is_no_guess_over_its_ceiling() -> None:
+    # the ceiling caps a guess at a class; the count of over-ceiling answers and the accuracy
+    # agree on every answer, whatever its confidence
+    for got, conf in (("unknown", 0.8), ("unknown", 0.3), ("hang", 0.45), ("hang", 0.7)):
+        r = _result("unknown", got, conf, 0.5)
+        assert r.category_ok is not r.over_ceiling, (got, conf)
+    scores = Scores(cases=[_result("unknown", "unknown", 0.8, 0.5),
+                           _result("unknown", "hang", 0.7, 0.5)])
+    _aggregate(scores)
+    assert scores.category_accuracy == 0.5
+
+
 def test_latency_answers_without_a_planted_change_are_not_timed() -> None:
     scores = Scores(cases=[_result("prompt_length", "prompt_length", 0.6, None, kind="latency",
                                    has_change=False)])
