@@ -262,11 +262,22 @@ def causal_doubts(best: Candidate, events: list[Event], obs: Observations,
         state = str(ended[1].detail.get("state", "")).upper()
         doubts.append(f"the scheduler ended the job as {state} ({ended[0]}), which "
                       f"{best.event.summary} does not explain")
-    if cascade.distant(best.at) and best.event.clock != Clock.carried:
+    if cascade.distant(best.at) and best.event.clock != Clock.carried \
+            and not _scheduler_agrees(best, ended, obs):
         doubts.append(f"{best.event.summary} at {fmt_time(best.at)} is long before the failure "
                       f"began ({fmt_time(cascade.onset)}, dated by {cascade.how}); nothing shows "
                       "it stopped the job")
     return doubts
+
+
+def _scheduler_agrees(best: Candidate, ended: tuple[str, Event] | None,
+                      obs: Observations) -> bool:
+    """The scheduler ended the job for this very class (NODE_FAIL for a node lost, on one of
+    the job's nodes): its own record ties the event to the job's end, however early it came."""
+    if not ended or ended[0] != best.category:
+        return False
+    node = best.event.node
+    return not (node and obs.job_nodes) or node in obs.job_nodes
 
 
 def _one_per_place(alts: list[Alternative]) -> list[Alternative]:

@@ -152,3 +152,52 @@ def test_after_the_stall_the_stuck_ranks_own_node_tells_why(tmp_path: Path) -> N
             XID13.format(stamp="Apr 22 03:02:45", node="dgx-a100-32"))
     report = investigate(bundle, tmp_path)
     assert verdict(report) == ("gpu_hardware", "dgx-a100-38", 43)
+
+
+NODES = ("n1", "n2", "n3", "n4")
+WATCHDOG = ("{r}: [E0422 06:58:{s:02d}.5 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=4211, OpType=ALLREDUCE, "
+            "NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600027 milliseconds "
+            "before timing out.")
+
+
+def node_lost_bundle(root: Path, job_state: str) -> Path:
+    """Job 100 on n1-n4 (two ranks each); n3's kernel log stops at 06:38:51, its ranks print
+    nothing more, and the others' watchdogs fire at 06:58 on a collective enqueued at 06:48;
+    the scheduler's record of the job says `job_state`."""
+    (root / "sched").mkdir(parents=True)
+    (root / "slurm").mkdir()
+    (root / "logs").mkdir()
+    (root / "nodes/n3").mkdir(parents=True)
+    (root / "incident.yaml").write_text("job: '100'\ntimezone: UTC\n")
+    (root / "sched/sacct.txt").write_text(
+        "JobID|JobName|State|ExitCode|DerivedExitCode|NodeList|Start|End|Elapsed\n"
+        f"100|train|{job_state}|0:0|0:0|n1,n2,n3,n4|2026-04-22T03:30:29|2026-04-22T07:00:31|"
+        "03:30:02\n")
+    (root / "slurm/scontrol_node.txt").write_text(
+        "NodeName=n3 Arch=x86_64 CoresPerSocket=32\n   State=DOWN+DRAIN+NOT_RESPONDING\n"
+        "   Reason=Not responding [slurm@2026-04-22T06:53:51]\n")
+    (root / "nodes/n3/dmesg.txt").write_text(
+        "Apr 22 03:30:59.000000 n3 kernel: nvidia-peermem: loading out-of-tree module\n"
+        "Apr 22 06:38:51.356686 n3 kernel: systemd-journald[812]: Journal started\n")
+    lines = [f"{r}: {NODES[r // 2]}:1392{r}:1393{r} [{r % 2}] NCCL INFO comm 0x15 rank {r} "
+             f"nranks 8 cudaDev {r % 2} busId 1b000 commId 0xea - Init COMPLETE"
+             for r in range(8)]
+    lines += [f"0: 2026-04-22 {h:02d}:{m:02d}:31,356 - train - step {k * 50} | loss 2.2"
+              for k, (h, m) in enumerate([(3, 48), (4, 48), (5, 48), (6, 20), (6, 48)], 1)]
+    lines += [WATCHDOG.format(r=r, s=51 + r % 3) for r in range(8) if NODES[r // 2] != "n3"]
+    (root / "logs/train-100.out").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_the_schedulers_node_fail_ties_an_early_node_record_to_the_job(tmp_path: Path) -> None:
+    # the node's last record came before the stalled collective was enqueued: alone that is
+    # doubt (nothing shows it stopped the job); the scheduler ending the job as NODE_FAIL
+    # answers it, and only that record does
+    tied = investigate(node_lost_bundle(tmp_path / "tied", "NODE_FAIL"), tmp_path)
+    assert verdict(tied) == ("node_failure", "n3", None)
+    assert tied.root_cause.confidence >= 0.75
+    assert not any("long before the failure" in u for u in tied.unknowns)
+    loose = investigate(node_lost_bundle(tmp_path / "loose", "FAILED"), tmp_path)
+    assert loose.root_cause.confidence <= 0.45
+    assert any("long before the failure" in u for u in loose.unknowns)
