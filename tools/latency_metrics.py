@@ -52,6 +52,19 @@ def engine_logs_only(ctx: ToolContext) -> list[str]:
     return logs
 
 
+def lone_benchmark(ctx: ToolContext) -> bool:
+    """The bundle, every file of it read, holds one benchmark result and no other serving
+    record: one window of latency, nothing to compare it with."""
+    if ctx.bundle is None or ctx.bundle.inventory.unread:
+        return False
+    inv = ctx.bundle.inventory
+    serving = inv.of_format(*SERVING_LOG_FORMATS)
+    if not serving or any(f.format != "bench_summary" for f in serving):
+        return False
+    results = [ctx.bundle.parse(f) for f in serving]
+    return sum((r.facts.get("benchmark_results", 1) if r else 2) for r in results) == 1
+
+
 class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     name = "latency_metrics"
     input_model = LatencyInput
@@ -65,7 +78,8 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
             from goodput_agent.analysis.latency.engine_log import analyse_engine_log
             from goodput_agent.toolkit import read_events
 
-            return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs)
+            return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs,
+                                      lone_benchmark=lone_benchmark(ctx))
         if ctx.metrics is not None:
             source, revisions = ctx.metrics, []
             if ctx.bundle is not None:

@@ -6,6 +6,10 @@ Its confidence is how sure that claim is and, like any verdict's, it rests on wh
 never on silence alone:
 - NOTHING_TO_EXPLAIN: a first-hand record says there is nothing to explain (the scheduler's
   COMPLETED 0:0, a job that never started, latency measured over both windows without a rise);
+- NOTHING_TO_COMPARE: the question is about a change and the bundle, read whole, holds one
+  window of it only (one benchmark result, no earlier run, no server log or metrics): no
+  reader can measure a rise from it, so none can name its cause; the doubt left is a second
+  window in a file that was not read, and then UNREAD applies;
 - READ_NEGATIVE: the sources that would show each class were read and each rules its class
   out with a measured number (the serving engine's own counters over its samples; every
   latency class's deciding metric beside a measured rise that none of them explains);
@@ -22,6 +26,7 @@ bundle supports no class, at this confidence.
 from __future__ import annotations
 
 NOTHING_TO_EXPLAIN = 0.8
+NOTHING_TO_COMPARE = 0.8
 READ_NEGATIVE = 0.6
 SILENCE = 0.3
 UNEXPLAINED = 0.15

@@ -102,6 +102,7 @@ class ToolReportParser:
         if kind == "bench":
             res.facts["benchmark"] = {m["key"].strip(): m["val"] for ln in lines
                                       if (m := _BENCH_ROW.match(ln))}
+            res.facts["benchmark_results"] = len(_BENCH.findall(text))
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))
             res.events.extend(_ras_dead_nodes(text, lines, ctx))

@@ -25,7 +25,7 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
-from goodput_agent.analysis.abstention import READ_NEGATIVE, SILENCE
+from goodput_agent.analysis.abstention import NOTHING_TO_COMPARE, READ_NEGATIVE, SILENCE
 from goodput_agent.analysis.advice import Advice, Premise
 from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MissingEvidence
@@ -197,7 +197,10 @@ def _advice(category: str, n: _Numbers) -> tuple[list[Advice], list[str]]:
     return [], []
 
 
-def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
+def analyse_engine_log(events: list[Event], files: list[str],
+                       lone_benchmark: bool = False) -> LatencyResult:
+    """`lone_benchmark`: the bundle's only serving record is one benchmark result, and every
+    file of the bundle was read (abstention.NOTHING_TO_COMPARE)."""
     stats = [e for e in events if "engine_stats" in e.detail]
     preemptions = [e for e in events if "engine_preemption" in e.detail]
     n = _numbers([e.detail["engine_stats"] for e in stats], preemptions)
@@ -227,6 +230,11 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
     elif queued:
         category = "queueing"
         conf, summary, alternatives = _queueing(n)
+    elif lone_benchmark and not n.samples:
+        category, conf = "unknown", NOTHING_TO_COMPARE
+        summary = ("One benchmark result, and no earlier run, server log or metrics to compare "
+                   "it with: a latency rise cannot be measured from one window, so no cause can "
+                   "be named")
     else:
         # queue and cache ruled out, prompt and output lengths not (no baseline): a guess
         category, conf = "unknown", SILENCE
@@ -236,7 +244,9 @@ def analyse_engine_log(events: list[Event], files: list[str]) -> LatencyResult:
                    "outside the engine's queue and cache")
     advice, would_not = _advice(category, n)
     verdict = LatencyVerdict(
-        category=category, confidence=min(conf, MAX_CONFIDENCE),
+        # the ceiling is on a cause named from counts, not on an abstention (abstention.py)
+        category=category, confidence=conf if category == "unknown" else min(conf,
+                                                                             MAX_CONFIDENCE),
         summary=f"{summary} (from the engine's log: {', '.join(files)})", deciding=deciding,
         would_fix=[a.text for a in advice], would_not_fix=would_not, advice=advice,
         evidence=_evidence(stats, preemptions, category), alternatives=alternatives,
