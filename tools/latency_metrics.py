@@ -79,7 +79,8 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
             from goodput_agent.toolkit import read_events
 
             return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs,
-                                      lone_benchmark=lone_benchmark(ctx))
+                                      lone_benchmark=lone_benchmark(ctx),
+                                      unread_files=len(ctx.bundle.inventory.unread))
         if ctx.metrics is not None:
             source, revisions = ctx.metrics, []
             if ctx.bundle is not None:

@@ -25,7 +25,12 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
-from goodput_agent.analysis.abstention import NOTHING_TO_COMPARE, READ_NEGATIVE, SILENCE
+from goodput_agent.analysis.abstention import (
+    NOTHING_TO_COMPARE,
+    READ_NEGATIVE,
+    SILENCE,
+    unknown_confidence,
+)
 from goodput_agent.analysis.advice import Advice, Premise
 from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MissingEvidence
@@ -197,10 +202,11 @@ def _advice(category: str, n: _Numbers) -> tuple[list[Advice], list[str]]:
     return [], []
 
 
-def analyse_engine_log(events: list[Event], files: list[str],
-                       lone_benchmark: bool = False) -> LatencyResult:
+def analyse_engine_log(events: list[Event], files: list[str], lone_benchmark: bool = False,
+                       unread_files: int = 0) -> LatencyResult:
     """`lone_benchmark`: the bundle's only serving record is one benchmark result, and every
-    file of the bundle was read (abstention.NOTHING_TO_COMPARE)."""
+    file of the bundle was read (abstention.NOTHING_TO_COMPARE); `unread_files`: files of the
+    bundle no parser read (an `unknown` is held to abstention.UNREAD: the answer may be there)."""
     stats = [e for e in events if "engine_stats" in e.detail]
     preemptions = [e for e in events if "engine_preemption" in e.detail]
     n = _numbers([e.detail["engine_stats"] for e in stats], preemptions)
@@ -245,8 +251,8 @@ def analyse_engine_log(events: list[Event], files: list[str],
     advice, would_not = _advice(category, n)
     verdict = LatencyVerdict(
         # the ceiling is on a cause named from counts, not on an abstention (abstention.py)
-        category=category, confidence=conf if category == "unknown" else min(conf,
-                                                                             MAX_CONFIDENCE),
+        category=category, confidence=unknown_confidence(conf, unread_files)
+        if category == "unknown" else min(conf, MAX_CONFIDENCE),
         summary=f"{summary} (from the engine's log: {', '.join(files)})", deciding=deciding,
         would_fix=[a.text for a in advice], would_not_fix=would_not, advice=advice,
         evidence=_evidence(stats, preemptions, category), alternatives=alternatives,
