@@ -13,6 +13,7 @@ import pytest
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNREAD
 from goodput_agent.analysis.failure.analyze import diagnose
+from goodput_agent.analysis.failure.ceilings import AMBIGUOUS, UNCORROBORATED
 from goodput_agent.analysis.failure.corroboration import FIRST_HAND_OWN_WORDS
 from goodput_agent.analysis.failure.model import CONTESTED_CONFIDENCE
 from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Activity, Observations
@@ -123,17 +124,19 @@ def test_removing_an_agreeing_source_never_raises_the_confidence(name: str) -> N
         assert fewer.confidence <= every.confidence, left_out
 
 
-def test_an_ambiguous_line_stays_below_half_until_unambiguous_words_agree() -> None:
+def test_an_ambiguous_line_stays_below_one_stated_artifact_until_unambiguous_words_agree(
+        ) -> None:
+    assert AMBIGUOUS < UNCORROBORATED
     launch = DECISIVE["launch_failure"]
     alone = diagnose(observe([launch]))
-    assert alone.confidence <= CONTESTED_CONFIDENCE
+    assert alone.confidence <= AMBIGUOUS
     assert any("more than one class" in u for u in alone.unknowns)
     # the same ambiguous words printed by another rank are no second opinion
     echo = ev(EventKind.cuda_error, "application_error", t=1, rank=1, path="logs/rank1.log",
               weight=0.4)
-    assert diagnose(observe([launch, echo])).confidence <= CONTESTED_CONFIDENCE
+    assert diagnose(observe([launch, echo])).confidence <= AMBIGUOUS
     agreed = diagnose(observe([launch, SAME_CLASS_ELSEWHERE["application_error"]]))
-    assert agreed.confidence > CONTESTED_CONFIDENCE
+    assert agreed.confidence > AMBIGUOUS
 
 
 @pytest.mark.parametrize("name", list(DECISIVE))
