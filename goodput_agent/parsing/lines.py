@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -157,3 +157,39 @@ def read_whole_text(path: Path) -> str:
 def plain_suffix(path: Path) -> str:
     """The suffix that tells the format: `.yaml` for both config.yaml and config.yaml.gz."""
     return Path(path.stem).suffix.lower() if path.suffix == ".gz" else path.suffix.lower()
+
+
+def hard_wrap_width(head: str, min_width: int = 60) -> int | None:
+    """The width a terminal copy was cut at, or None: its longest line is at least `min_width`
+    characters and at least three lines, a fifth of the non-empty ones, are exactly that long
+    (a terminal pads each row with blanks to its width, or cuts a long line there)."""
+    lines = [ln.rstrip("\r") for ln in head.split("\n")[:400]]
+    filled = [ln for ln in lines if ln.strip()]
+    if not filled:
+        return None
+    width = max(len(ln) for ln in filled)
+    at_width = sum(len(ln) == width for ln in filled)
+    return width if width >= min_width and at_width >= max(3, len(filled) // 5) else None
+
+
+def rejoined_lines(path: Path, width: int, starts_a_line: Callable[[str], bool],
+                   count: LineCount | None = None) -> Iterator[tuple[int, str]]:
+    """The logical lines of a copy hard-wrapped at `width`, numbered by their first physical
+    line: a row whose text fills the width was cut there, and the next row continues it unless
+    it starts a line of its own (`starts_a_line`). Padding is dropped."""
+    count = count if count is not None else LineCount()
+    pending: tuple[int, str] | None = None
+    cut = False
+    for lineno, row in iter_lines(path):
+        count.lines = lineno
+        if pending is not None and cut and row.strip() and not starts_a_line(row):
+            pending = (pending[0], pending[1] + row)
+        else:
+            if pending is not None:
+                yield pending[0], pending[1].rstrip()
+            pending = (lineno, row)
+        # a row whose text reaches the width's last column or the one before (a cut that
+        # fell on a blank) was cut there; padding ends a line earlier
+        cut = len(row.rstrip()) >= width - 1
+    if pending is not None:
+        yield pending[0], pending[1].rstrip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,15 @@ from goodput_agent.parsing.kernel_log.prefixes import (
     MONTHS,
     split_prefix,
 )
-from goodput_agent.parsing.lines import LineCount, read_head, scan_lines, sniff_lines, strip_ansi
+from goodput_agent.parsing.lines import (
+    LineCount,
+    hard_wrap_width,
+    read_head,
+    rejoined_lines,
+    scan_lines,
+    sniff_lines,
+    strip_ansi,
+)
 from goodput_agent.parsing.timefmt import (
     ClockPolicy,
 )
@@ -107,7 +116,7 @@ class KernelLogParser:
             self._read_head(path, b, ctx.clock)
             b.reset_year()
             count = LineCount()
-            for lineno, line in scan_lines(path, MARKERS, count):
+            for lineno, line in _marked_lines(path, count):
                 p = split_prefix(line, ctx.clock)
                 wall = b.observe(lineno, p)
                 b.facts_from(p.msg)
@@ -142,4 +151,18 @@ class KernelLogParser:
                 b.observe(i, split_prefix(line[:MESSAGE_CHARS], policy))
 
 
+def _marked_lines(path: Path, count: LineCount) -> Iterator[tuple[int, str]]:
+    """The lines holding a marker; in a copy cut at a terminal's width (pasted from a
+    terminal), each line rejoined first, so that words split across rows still match."""
+    head = strip_ansi(read_head(path)).decode("utf-8", errors="replace")
+    width = hard_wrap_width(head)
+    if width is None:
+        yield from scan_lines(path, MARKERS, count)
+        return
+    for lineno, line in rejoined_lines(path, width, _kernel_shaped, count):
+        if any(m in line for m in _MARKER_TEXT):
+            yield lineno, line
+
+
+_MARKER_TEXT = tuple(m.decode() for m in MARKERS)
 PARSER = KernelLogParser()
