@@ -20,6 +20,7 @@ from goodput_agent.core.events import Clock, Event, EventKind, Role
 from .model import SCHEDULER_KINDS, Alternative, Candidate
 from .notes import fmt_time
 from .observations import NodeNames, Observations, iso_time
+from .scheduler_rows import job_rows, scheduler_end
 
 # A collective is enqueued a little ahead of the fault that stalls it (the CPU runs ahead).
 EXACT_LEAD = timedelta(minutes=5)
@@ -96,17 +97,10 @@ def symptom_burst(events: list[Event]) -> datetime | None:
     return timed[0].ts if len(timed) == 1 else None
 
 
-def job_rows(events: list[Event]) -> list[Event]:
-    """The scheduler's rows for the job itself (not its steps), whatever state they report."""
-    return [e for e in events if e.kind in SCHEDULER_KINDS and e.kind != EventKind.step_state
-            and "state" in e.detail and not e.detail.get("step")]
-
-
 def job_end(events: list[Event], obs: Observations) -> datetime | None:
     """When the scheduler ended the job (its own row, not a step), else the job logs' end."""
-    ends = [ts for e in job_rows(events) if (ts := iso_time(e.detail.get("end"), obs))]
-    if ends:
-        return max(ends)
+    if end := scheduler_end(events, obs):
+        return end
     lasts = [a.last for a in obs.activity if a.last and a.format != "kernel_log"]
     return max(lasts) if lasts else None
 

@@ -11,7 +11,7 @@ from goodput_agent.analysis.abstention import unknown_confidence
 from goodput_agent.core.events import Clock, Event
 
 from .ceilings import UNCORROBORATED
-from .model import CONTESTED_CONFIDENCE, FailureVerdict
+from .model import Alternative, FailureVerdict
 from .observations import BUNDLE_FACTS, Observations, unread_share
 from .progress_series import HANG_CONFIDENCE, series_note, silent_end, stalled_before
 
@@ -46,14 +46,11 @@ def after_the_verdict(v: FailureVerdict, events: list[Event],
     stalled = stalled_before(v.primary.ts, obs) \
         if v.category == "time_limit" and v.primary and v.primary.ts else None
     if stalled:
-        # the limit ended a job that had stopped making progress long before: it ended a
-        # hang, and whether that hang is the failure to explain is contested
-        v.confidence = min(v.confidence, CONTESTED_CONFIDENCE)
-        v.unknowns.append(f"the time limit ended a job that had stopped making progress: "
-                          f"{stalled}; it may have hung first (a py-spy dump would show where)")
+        # the limit ended a job that had stopped making progress long before: the job did
+        # not need more time, it hung, and the limit only ended the hang
+        v = ended_a_hang(v, stalled)
     if v.category == "unknown" and not any(e.detail.get("never_started") for e in v.evidence):
-        if silent := silent_end(events, obs):
-            why, _ = silent
+        if why := silent_end(events, obs):
             v = v.model_copy(update={"category": "hang", "confidence": HANG_CONFIDENCE,
                                      "summary": f"No rank failed on its own: {why}"})
             v.unknowns.append("the hang is told by the log's silence alone: which rank or "
@@ -65,6 +62,20 @@ def after_the_verdict(v: FailureVerdict, events: list[Event],
             v.confidence = unknown_confidence(v.confidence, unread_share(obs)[0])
     mostly_unread(v, obs)
     return v
+
+
+def ended_a_hang(v: FailureVerdict, stalled: str) -> FailureVerdict:
+    """The time limit's verdict turned into the hang it ended; the limit stays an alternative."""
+    limit = Alternative(category=v.category, confidence=0.1, evidence=v.evidence[:1],
+                        why_not=f"{v.summary}: the job had stopped making progress long "
+                                f"before ({stalled}); more time would not have finished it")
+    hang = v.model_copy(update={
+        "category": "hang", "confidence": min(v.confidence, HANG_CONFIDENCE),
+        "summary": f"No rank failed on its own: {stalled}; then: {v.summary}",
+        "alternatives": [limit, *v.alternatives]})
+    hang.unknowns.append("the hang is told by the log's silence alone: which rank or call was "
+                         "stuck is not in the bundle (a py-spy dump would show where)")
+    return hang
 
 
 def mostly_unread(v: FailureVerdict, obs: Observations) -> None:

@@ -19,6 +19,7 @@ from statistics import median
 from goodput_agent.core.events import Event, EventKind
 
 from .observations import Observations
+from .scheduler_rows import ended_unfinished
 
 SLOWER = 1.5
 STRAGGLER = 1.3
@@ -57,8 +58,8 @@ def series_note(obs: Observations) -> str | None:
     return "; ".join(notes) + " (a profiler trace of a slow and a good stretch would confirm it)"
 
 
-def silent_end(events: list[Event], obs: Observations) -> tuple[str, float] | None:
-    """(why, seconds) when a job log stopped making progress long before it ended and no
+def silent_end(events: list[Event], obs: Observations) -> str | None:
+    """Why, when a job log stopped making progress long before it or the job ended and no
     collective timed out: a hang told by the log's own rhythm."""
     if any(e.kind == EventKind.nccl_watchdog_timeout for e in events):
         return None
@@ -71,7 +72,13 @@ def silent_end(events: list[Event], obs: Observations) -> tuple[str, float] | No
             return (f"{a.path} printed its last progress line (step {a.last_step}) "
                     f"{gap / 60:.0f} min before it ended, against one every {beat:.0f} s "
                     "before; no timeout was printed: the job hung (a py-spy dump of its "
-                    "processes, or a Flight Recorder dump, would show where)", gap)
+                    "processes, or a Flight Recorder dump, would show where)")
+    # the log's last line may be its last progress line, and the scheduler ended the job
+    # hours later (cancelled by its user, or at its limit): the silence is the job's
+    end = ended_unfinished(events, obs)
+    if end and (stalled := stalled_before(end, obs)):
+        return (f"{stalled}; no timeout was printed: the job hung (a py-spy dump of its "
+                "processes, or a Flight Recorder dump, would show where)")
     return None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goodput_agent.analysis.failure.analyze import diagnose
 from goodput_agent.analysis.failure.observations import Activity, Observations
+from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
 
@@ -47,3 +48,42 @@ def test_a_steady_log_is_no_hang() -> None:
                    last=T0 + timedelta(hours=3), last_progress=T0 + timedelta(hours=3),
                    prior_progress=T0 + timedelta(hours=3) - timedelta(minutes=1), last_step=9)
     assert diagnose(Observations(activity=[act])).category == "unknown"
+
+
+def _quiet_log() -> Activity:
+    """A log whose last line is its last progress line, at T0 + 40 min."""
+    return Activity(path="logs/rank0.log", node="n0", rank=0, first=T0, format="job_log",
+                    last=T0 + timedelta(minutes=40), last_progress=T0 + timedelta(minutes=40),
+                    prior_progress=T0 + timedelta(minutes=39), last_step=2400)
+
+
+def _job_row(state: str, end: datetime, kind: EventKind = EventKind.job_state,
+             category: str | None = None) -> Event:
+    return Event(kind=kind, role=Role.primary if category else Role.context, category=category,
+                 ts=end, clock=Clock.absolute, summary=f"job {state}", excerpt=state,
+                 locator=Locator(path="slurm/sacct.txt", line_start=2, line_end=2),
+                 detail={"state": state, "end": end.isoformat()})
+
+
+def test_a_job_its_scheduler_ended_hours_after_its_last_progress_hung() -> None:
+    # the log ends on a progress line; the silence is the job's, until the scheduler ended it
+    end = T0 + timedelta(hours=3, minutes=40)
+    for state in ("CANCELLED by 4021", "FAILED"):
+        v = diagnose(Observations(activity=[_quiet_log()],
+                                  events=[_job_row(state, end)]))
+        assert v.category == "hang" and v.confidence <= 0.45, state
+        assert "step 2400" in v.summary and "180 min before the job was ended" in v.summary
+    done = diagnose(Observations(activity=[_quiet_log()],
+                                 events=[_job_row("COMPLETED", end)]))
+    assert done.category == "unknown"  # a job that finished may write nothing at its end
+
+
+def test_a_time_limit_that_ended_a_silent_job_ended_a_hang() -> None:
+    silent = Observations(activity=[_quiet_log()], events=[_job_row(
+        "TIMEOUT", T0 + timedelta(hours=3, minutes=40), EventKind.time_limit, "time_limit")])
+    v = diagnose(silent)
+    assert v.category == "hang" and v.confidence <= 0.45
+    assert [a.category for a in v.alternatives][:1] == ["time_limit"]
+    busy = Observations(activity=[_quiet_log()], events=[_job_row(
+        "TIMEOUT", T0 + timedelta(minutes=41), EventKind.time_limit, "time_limit")])
+    assert diagnose(busy).category == "time_limit"
