@@ -15,6 +15,8 @@ from goodput_agent.parsing.job_log.host_memory import host_memory_message
 from goodput_agent.parsing.job_log.state import Stream
 
 _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout")
+_CHECK_TIMEOUT = re.compile(r"Exception raised from checkTimeout at \S*ProcessGroupNCCL|"
+                            r"ProcessGroupNCCL::WorkNCCL::checkTimeout\(")
 _WORKNCCL = re.compile(r"WorkNCCL\((?P<body>.*?)\)\s*(?:ran for|$)")
 _RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds")
 _PG_TAG = re.compile(r"\[(?:PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\S+?))? )?"
@@ -85,9 +87,11 @@ class NcclLines(DeviceErrors):
 
     def _m_watchdog(self, stream: Stream, c: str) -> bool:
         if "atchdog" not in c and "eartbeat" not in c and "process down" not in c \
-                and "NCCL operations have failed" not in c:
+                and "NCCL operations have failed" not in c and "checkTimeout" not in c:
             return False
         pg = _pg_detail(c)
+        if _CHECK_TIMEOUT.search(c):
+            return self._watchdog_frames(stream, pg)
         if _WATCHDOG.search(c):
             d = dict(pg)
             if m := _WORKNCCL.search(c):
@@ -124,6 +128,21 @@ class NcclLines(DeviceErrors):
             return True
         return False
 
+
+    def _watchdog_frames(self, stream: Stream, pg: dict[str, Any]) -> bool:
+        """The watchdog's timeout exception told by its C++ frames alone (`Exception raised
+        from checkTimeout`, `ProcessGroupNCCL::WorkNCCL::checkTimeout`): a collective timed
+        out in this process; nothing more when the file already printed a timeout (the frames
+        follow the timeout's own message, often without its rank prefix)."""
+        if stream.watchdog is not None or self.watchdog_seen:
+            return True
+        self.watchdog_seen.add((self.prefix.key, pg.get("pg_rank"), None, None))
+        stream.watchdog = self.add(
+            EventKind.nccl_watchdog_timeout, Role.symptom, "hang",
+            "NCCL watchdog timeout, told by the watchdog's checkTimeout frames (the timeout's "
+            "own message is not in the log)", {**pg, "frames_only": True},
+            msg_rank=_msg_rank(pg))
+        return True
     def _m_progress(self, stream: Stream, c: str) -> bool:
         if "ast enqueued" not in c:
             return False

@@ -20,6 +20,7 @@ LOOKBACK_LINES = 20_000  # how far back (undecoded lines) to look for the carrie
 MARKERS: tuple[bytes, ...] = (
     b"rror",  # Error / error: exceptions, "srun: error:", "slurmstepd: error: *** JOB ..."
     b"xception", b"Traceback", b"NCCL", b"emory", b"atchdog", b"ignal", b"exitcode",
+    b"checkTimeout",  # the watchdog's timeout told by its C++ frames alone
     b"Segmentation", b"core dumped", b"peer", b"Killed",
     b"ocket",  # NCCL's socket transport: "Socket creation failed", "socketStartConnect"
     b"NVRM", b"oom-kill",  # kernel lines forwarded into the job's output

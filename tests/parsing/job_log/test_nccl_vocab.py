@@ -157,3 +157,37 @@ def test_kernel_oom_line_forwarded_into_a_job_log(tmp_path: Path) -> None:
     res = _parse(tmp_path, text)
     oom = [e for e in _primary(res) if e.kind == EventKind.cgroup_oom]
     assert oom and oom[0].category == "host_oom" and oom[0].detail["pid"] == 4113
+
+
+CHECK_TIMEOUT_FRAMES = """\
+Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:618 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f003c1a0000 in /usr/lib/libc10.so)
+frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x282 (0x7f013c1a0007 in /usr/lib/libtorch_cuda.so)
+frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f023c1a000e in /usr/lib/libtorch_cuda.so)
+frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d (0x7f033c1a0015 in /usr/lib/libtorch_cuda.so)
+
+Fatal Python error: Aborted
+"""  # noqa: E501
+WATCHDOG_LINE = ("[rank3]:[E0501 10:20:02.000001 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog "
+                 "caught collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, "
+                 "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600027 milliseconds before "
+                 "timing out.\n")
+
+
+def _timeouts(events) -> list:
+    return [e for e in events if e.kind == EventKind.nccl_watchdog_timeout]
+
+
+def test_the_watchdogs_frames_alone_are_a_collective_timeout(tmp_path: Path) -> None:
+    # a pasted tail holding only the checkTimeout exception's C++ frames
+    res = _parse(tmp_path, CHECK_TIMEOUT_FRAMES, name="rank3.txt")
+    [timeout] = _timeouts(res.events)
+    assert (timeout.category, timeout.role, timeout.detail.get("frames_only")) == (
+        "hang", Role.symptom, True)
+
+
+def test_the_watchdogs_frames_after_its_own_message_add_no_second_timeout(
+        tmp_path: Path) -> None:
+    res = _parse(tmp_path, WATCHDOG_LINE + CHECK_TIMEOUT_FRAMES, name="rank3.txt")
+    [timeout] = _timeouts(res.events)
+    assert timeout.detail.get("seq_num") == 41 and not timeout.detail.get("frames_only")
