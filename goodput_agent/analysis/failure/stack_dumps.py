@@ -162,10 +162,13 @@ def _who(p: DumpedProcess) -> str:
 
 
 def _reason(odd: DumpedProcess, waiting: list[DumpedProcess]) -> str:
-    (state, where), n = Counter((p.state, p.where) for p in waiting).most_common(1)[0]
-    how = {"collective": "in the collective", "cuda": "for the collective in a CUDA call"}[state]
-    same = "" if n == len(waiting) else f" ({n} of them at the same frame)"
+    places = Counter((p.state, p.where) for p in waiting).most_common()
+    shown = "; ".join(f"{n} {_HOW[state]} at {where}" for (state, where), n in places[:3])
+    more = f"; {len(places) - 3} other places" if len(places) > 3 else ""
     doing = "writing a checkpoint" if odd.state == "checkpoint" else odd.state.replace("_", " ")
-    return (f"py-spy dumps of {len(waiting) + 1} processes: {len(waiting)} wait {how} at "
-            f"{where}{same}; {_who(odd)} is elsewhere, {doing} at {odd.where} "
+    return (f"py-spy dumps of {len(waiting) + 1} processes: {len(waiting)} wait for the "
+            f"collective ({shown}{more}); {_who(odd)} is elsewhere, {doing} at {odd.where} "
             f"({odd.event.locator}): it never reached the collective the others wait in")
+
+
+_HOW = {"collective": "in it", "cuda": "in a CUDA call"}
