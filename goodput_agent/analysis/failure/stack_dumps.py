@@ -142,10 +142,10 @@ def odd_process_out(events: list[Event], obs: Observations) -> OddProcessOut | N
         strength -= SAVING  # its own samples do not agree on where it is
     reason = _reason(odd, waiting)
     if undumped or not world:
-        missing = f"rank{'s' if len(undumped) > 1 else ''} {_ranks(undumped)}" if undumped \
-            else "the ranks (NCCL's init lines do not map every dump to one)"
-        reason += (f"; not every rank was dumped or placed ({missing}): one of them may be "
-                   "the culprit")
+        reason += (f"; rank{'s' if len(undumped) > 1 else ''} {_ranks(undumped)} "
+                   f"{'were' if len(undumped) > 1 else 'was'} not dumped" if undumped else
+                   "; which ranks were dumped is not known (no NCCL init line maps every "
+                   "dump's pid to its rank)") + ": a rank not seen may be the culprit"
     return OddProcessOut(odd=odd, waiting=waiting, undumped=undumped, world=world,
                          strength=round(max(0.0, strength), 2), reason=reason)
 
@@ -156,9 +156,10 @@ def _ranks(ranks: list[int]) -> str:
 
 
 def _who(p: DumpedProcess) -> str:
-    where = f"rank {p.rank}" if p.rank is not None else "a rank NCCL's init lines do not name"
-    return f"process {p.pid if p.pid is not None else '?'} ({where}" + \
-        (f" on {p.node})" if p.node else ")")
+    pid = f"process {p.pid if p.pid is not None else '?'}"
+    if p.rank is None:
+        return pid + (f" on {p.node}" if p.node else "") + " (no NCCL init line names its rank)"
+    return f"{pid} (rank {p.rank}" + (f" on {p.node})" if p.node else ")")
 
 
 def _reason(odd: DumpedProcess, waiting: list[DumpedProcess]) -> str:

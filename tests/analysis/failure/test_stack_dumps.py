@@ -102,3 +102,13 @@ def test_a_rank_left_undumped_lowers_the_confidence_but_keeps_the_culprit(
     got = _investigate(tmp_path, _bundle(tmp_path, ranks, set(RANKS)))
     assert (got.category, got.rank) == ("hang", ODD)
     assert got.confidence <= 0.6 and "rank 4" in got.summary
+
+
+def test_without_nccl_init_lines_the_dumps_file_name_places_the_node_but_no_rank(
+        tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, RANKS, set(RANKS))
+    for log in (bundle / "logs").iterdir():
+        log.write_text("step 118 loss 2.31\n")
+    got = _investigate(tmp_path, bundle)
+    assert (got.category, got.rank, got.node) == ("hang", None, "trn-a2")
+    assert got.confidence <= 0.6 and "which ranks were dumped is not known" in got.summary
