@@ -102,19 +102,22 @@ def dumped_processes(events: list[Event], obs: Observations) -> list[DumpedProce
     hosts = set(obs.rank_hosts.values()) | set(obs.job_nodes) | \
         {h for pairs in by_pid.values() for h, _ in pairs}
     groups: dict[tuple, list[tuple[Event, str, str]]] = {}
+    placed: dict[tuple, tuple[int | None, str | None]] = {}
     for e in events:
         frames = _frames(e) if e.detail.get("stack_dump") else []
         if not frames:
             continue
         rank, node = _place(e, by_pid, hosts, obs)
+        # an unplaced pid is one process per file: the same pid may run on several hosts
         key = ("rank", rank) if rank is not None else ("pid", e.detail.get("pid"), node,
                                                        e.locator.path)
+        placed[key] = (rank, node)
         groups.setdefault(key, []).append((e, state_of(frames), frames[0].label()))
     out = []
-    for samples in groups.values():
+    for key, samples in groups.items():
         (state, where), n = Counter((s, w) for _, s, w in samples).most_common(1)[0]
         first = next(e for e, s, w in samples if (s, w) == (state, where))
-        rank, node = _place(first, by_pid, hosts, obs)
+        rank, node = placed[key]
         out.append(DumpedProcess(pid=first.detail.get("pid"), rank=rank, node=node,
                                  state=state, where=where, event=first,
                                  samples=len(samples), agreeing=n))
