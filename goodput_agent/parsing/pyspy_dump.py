@@ -28,6 +28,7 @@ class Frame:
     name: str
     file: str
     line: int | None = None
+    at: int | None = None  # the frame's own line in the dump's text (1-based), when read from text
 
     def label(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -39,6 +40,7 @@ class ThreadStack:
     name: str = ""
     active: bool | None = None
     frames: list[Frame] = field(default_factory=list)  # innermost first
+    at: int | None = None  # the `Thread` line in the dump's text (1-based), when read from text
 
 
 class ProcessDump(BaseModel):
@@ -95,20 +97,36 @@ _PROCESS = re.compile(r"^Process (\d+):")
 
 
 def parse_text(text: str) -> ProcessDump:
+    dump = _parse_lines(text.splitlines(), 0)
+    if not dump.threads:
+        raise DumpError("no thread in the py-spy output")
+    return dump
+
+
+def parse_text_processes(text: str) -> list[ProcessDump]:
+    """Every process of a text that holds one dump or several one after another (a loop of
+    `py-spy dump --pid P` over a node's ranks): a `Process P:` line starts the next one.
+    Processes without a thread are left out; frames and threads keep their line in `text`."""
+    lines = text.splitlines()
+    starts = [i for i, ln in enumerate(lines) if _PROCESS.match(ln)]
+    bounds = [0, *starts[1:], len(lines)] if starts else [0, len(lines)]
+    dumps = [_parse_lines(lines[a:b], a) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [d for d in dumps if d.threads]
+
+
+def _parse_lines(lines: list[str], offset: int) -> ProcessDump:
     dump = ProcessDump()
     current: ThreadStack | None = None
-    for raw in text.splitlines():
+    for n, raw in enumerate(lines, offset + 1):
         if m := _PROCESS.match(raw):
             dump.pid = int(m.group(1))
         elif m := _THREAD.match(raw):
-            current = ThreadStack(name=m.group(2) or "", active=m.group(1) == "active")
+            current = ThreadStack(name=m.group(2) or "", active=m.group(1) == "active", at=n)
             dump.threads.append(current)
         elif (current is not None and (m := _FRAME.match(raw))
               and len(current.frames) < MAX_FRAMES):
             current.frames.append(Frame(name=m.group(1), file=m.group(2),
-                                            line=int(m.group(3)) if m.group(3) else None))
-    if not dump.threads:
-        raise DumpError("no thread in the py-spy output")
+                                        line=int(m.group(3)) if m.group(3) else None, at=n))
     return dump
 
 

@@ -14,9 +14,13 @@ torch profiler's `key_averages()` table, NCCL's RAS status report, `dcgmi diag`'
   disagree on how far they got: a stalled collective. The listed ranks are the minority; they
   may be behind or ahead (then the unlisted majority is behind, and RAS does not name it).
   INCOMPLETE / missing ranks are processes RAS could not reach;
-- py-spy dump: `Thread N (active): "MainThread"` and its frames: a thread inside a collective
-  (all_reduce, all_gather, barrier, broadcast, reduce_scatter, send/recv, wait) is a process
-  waiting in that collective, the picture of a hang (which rank stopped first is not told);
+- py-spy dump: `Process P: CMD`, then `Thread N (idle|active[+gil]): "Name"` and its frames,
+  innermost first: an active thread inside a collective (all_reduce, all_gather, barrier,
+  broadcast, reduce_scatter, send/recv, wait) is a process waiting in that collective, the
+  picture of a hang (which rank stopped first is not told); and for each process of the file,
+  where its main thread is (its pid and innermost frames, idle or active), as context: what
+  the dumps of several ranks say together is the analysis' to read (analysis/failure/
+  stack_dumps.py);
 - DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.` (nslookup), `ip.in-addr.arpa
   domain name pointer host.` and `host has address ip` (`host`),
   facts `host_ips` (as Slurm's node records give them) map a peer's IP to its host.
@@ -32,6 +36,7 @@ from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.dcgmi_diag import HEADER as _DCGMI
 from goodput_agent.parsing.dcgmi_diag import dcgmi_events
 from goodput_agent.parsing.lines import read_whole_text
+from goodput_agent.parsing.pyspy_dump import parse_text_processes
 
 _BENCH = re.compile(r"=+ Serving Benchmark Result =+")
 _BENCH_ROW = re.compile(r"^(?P<key>[A-Za-z][\w ()/%.\-]+?):\s+(?P<val>[\d.]+|inf|not set)\s*$")
@@ -184,6 +189,31 @@ def _pyspy_events(text: str, ctx: ParseContext) -> list[Event]:
             out.append(_event(ctx, n, t[0], EventKind.collective_progress, Role.symptom,
                               f"py-spy: a thread is waiting in {m['fn']} ({m['file']})",
                               {"stuck_in_collective": m["fn"], "pyspy": True}))
+    return out + _pyspy_processes(text, ctx)
+
+
+KEPT_FRAMES = 8  # innermost frames kept per process: enough to tell where it waits
+
+
+def _pyspy_processes(text: str, ctx: ParseContext) -> list[Event]:
+    """One context event per dumped process: its pid and its main thread's innermost frames,
+    located at the innermost frame's line (the thread's line when it shows no frame)."""
+    out: list[Event] = []
+    lines = text.splitlines()
+    for dump in parse_text_processes(text):
+        main = dump.main()
+        if main is None:
+            continue
+        top = main.frames[0] if main.frames else None
+        n = (top.at if top else main.at) or 1
+        state = "active" if main.active else "idle"
+        who = f"process {dump.pid}" if dump.pid is not None else "a process"
+        out.append(_event(
+            ctx, n, lines[n - 1], EventKind.other, Role.context,
+            f"py-spy: {who}'s thread {main.name or '?'} ({state}) is in "
+            f"{top.label() if top else 'no Python frame'}",
+            {"stack_dump": True, "pid": dump.pid, "thread": main.name, "active": main.active,
+             "frames": [[f.name, f.file, f.line] for f in main.frames[:KEPT_FRAMES]]}))
     return out
 
 

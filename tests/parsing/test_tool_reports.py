@@ -132,3 +132,29 @@ def test_ras_one_dead_process_is_that_process_crashing_not_its_node(tmp_path: Pa
     """NCCL's RAS guide: one job process crashing shows as one DEAD process."""
     events = _read(tmp_path, _ras_dead([(3487984, "10.1.2.3", 1)]))[1].events
     assert not [e for e in events if e.category == "node_failure"]
+
+
+def test_each_dumped_process_gives_its_pid_and_main_threads_frames_idle_or_active(
+        tmp_path: Path) -> None:
+    # two dumps one after the other (a loop of `py-spy dump --pid P` over a node's ranks); the
+    # MainThread is named wherever it is, and read whatever its state
+    _, res = _read(tmp_path, (
+        "Process 5101: python train.py\nPython v3.10.12 (/usr/bin/python3.10)\n\n"
+        'Thread 5180 (idle): "Thread-2 (_pin_memory_loop)"\n'
+        "    select (selectors.py:415)\n"
+        'Thread 5101 (idle): "MainThread"\n'
+        "    get (multiprocessing/queues.py:113)\n"
+        "    _try_get_data (torch/utils/data/dataloader.py:1133)\n"
+        "Process 5102: python train.py\nPython v3.10.12 (/usr/bin/python3.10)\n\n"
+        'Thread 5102 (active+gil): "MainThread"\n'
+        "    synchronize (torch/cuda/__init__.py:954)\n"
+        "    train_step (train.py:175)\n"), name="node-a.txt")
+    dumps = [e for e in res.events if e.detail.get("stack_dump")]
+    got = [(e.detail["pid"], e.detail["thread"], e.detail["active"], e.detail["frames"][0],
+            e.locator.line_start) for e in dumps]
+    assert got == [
+        (5101, "MainThread", False, ["get", "multiprocessing/queues.py", 113], 7),
+        (5102, "MainThread", True, ["synchronize", "torch/cuda/__init__.py", 954], 13)]
+    assert all(e.role == "context" and e.rank is None for e in dumps)
+    # an idle thread in a synchronize is no collective of its own: nothing decided here
+    assert not [e for e in res.events if e.detail.get("stuck_in_collective")]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from goodput_agent.core.events import Event, EventKind
 
 from .observations import Observations
+from .stack_dumps import OddProcessOut, odd_process_out
 
 
 class RankProgress(BaseModel):
@@ -260,7 +261,21 @@ def find_hang(events: list[Event], obs: Observations) -> HangFinding | None:
     mapped = set(obs.rank_hosts)
     known = bool(world) or bool(mapped) and mapped == set(range(max(mapped) + 1)) and \
         max(mapped) >= max(heard, default=0)
-    return find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
+    found = find_stuck_rank(events, all_ranks, obs.rank_hosts, heard, world_known=known)
+    if found is None or (found.rank is None and found.node is None):
+        # the collectives' progress names no one: the processes' stacks may
+        odd = odd_process_out(events, obs)
+        if odd is not None:
+            return _from_dumps(odd)
+    return found
+
+
+def _from_dumps(odd: OddProcessOut) -> HangFinding:
+    p = odd.odd
+    return HangFinding(
+        rank=p.rank, node=p.node if p.rank is None else None, strength=odd.strength,
+        ranks_behind=[p.rank] if p.rank is not None else [], reason=odd.reason,
+        evidence=[p.event, *(w.event for w in odd.waiting[:1])])
 
 
 def heard_ranks(events: list[Event], obs: Observations) -> set[int]:
