@@ -22,7 +22,8 @@ torch profiler's `key_averages()` table, NCCL's RAS status report, `dcgmi diag`'
   the dumps of several ranks say together is the analysis' to read (analysis/failure/
   stack_dumps.py);
 - DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.` (nslookup), `ip.in-addr.arpa
-  domain name pointer host.` and `host has address ip` (`host`),
+  domain name pointer host.` and `host has address ip` (`host`), `ip  name  aliases...` lines
+  (`getent hosts`, /etc/hosts),
   facts `host_ips` (as Slurm's node records give them) map a peer's IP to its host.
 """
 
@@ -45,8 +46,10 @@ _RAS = re.compile(r"^Job summary\s*\n=+", re.M)
 _RAS_MISMATCH = re.compile(r"(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
 _RAS_DEAD = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
 _RAS_PER_NODE = re.compile(r"^\(total\)\s+per node.*\n\s*(?P<nodes>\d+)\s+(?P<per>\d+)\s", re.M)
-_RAS_RANK = re.compile(r"Rank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process "
-                       r"(?P<pid>\d+) on node (?P<node>\S+)")
+# a rank of the listed group, or a lone outlier with its own count (NCCL's ras/client_support.cc)
+_RAS_RANK = re.compile(r"Rank (?P<rank>\d+) (?:has launched up to operation (?P<op>\d+) |"
+                       r"(?P<none>has not launched any operations) )?-- GPU (?P<gpu>\d+) managed "
+                       r"by process (?P<pid>\d+) on node (?P<node>\S+)")
 _PYSPY_THREAD = re.compile(r'^Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<state>active|idle)'
                            r'(?:\+gil)?\)(?:: "(?P<name>[^"]*)")?', re.M)
 _COLLECTIVE = re.compile(r"^\s+(?P<fn>all_reduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|"
@@ -56,6 +59,15 @@ _DNS = re.compile(r"^Name:\s+(?P<name>\S+)\s*\nAddress(?:es)?:\s+(?P<ip>[\d.]+)|
                   r"^(?P<rev>[\d.]+)\.in-addr\.arpa\s+(?:name =|domain name pointer) "
                   r"(?P<rname>\S+?)\.?\s*$|"
                   r"^(?P<hname>\S+) has address (?P<hip>[\d.]+)", re.M)
+# `getent hosts` and /etc/hosts: an address, its canonical name, then its aliases
+_HOSTS_LINE = re.compile(r"^(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<name>[A-Za-z][\w.\-]*)"
+                         r"(?:[ \t]+[A-Za-z][\w.\-]*)*[ \t]*$", re.M)
+
+
+def _hosts_table(text: str) -> bool:
+    """Every line but comments is an address and its names (getent hosts, /etc/hosts)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return bool(lines) and all(_HOSTS_LINE.fullmatch(ln) for ln in lines)
 
 
 def _kind(text: str) -> str | None:
@@ -69,7 +81,7 @@ def _kind(text: str) -> str | None:
         return "dcgmi"
     if _PYSPY_THREAD.search(text):
         return "pyspy"
-    if len(_DNS.findall(text)) >= 1 and len(text) < 64 * 1024:
+    if len(text) < 64 * 1024 and (_DNS.search(text) or _hosts_table(text)):
         return "dns"
     return None
 
@@ -83,6 +95,8 @@ def _dns_pairs(text: str) -> list[tuple[str, str]]:
             pairs.append((".".join(reversed(m["rev"].split("."))), m["rname"]))
         else:
             pairs.append((m["hip"], m["hname"]))
+    if _hosts_table(text):
+        pairs += [(m["ip"], m["name"]) for m in _HOSTS_LINE.finditer(text)]
     return pairs
 
 
@@ -138,8 +152,10 @@ def _ras_events(lines: list[str], ctx: ParseContext) -> list[Event]:
     for n, line in enumerate(lines, 1):
         if m := _RAS_MISMATCH.search(line):
             counts.append((int(m["n"]), int(m["op"])))
-        elif (m := _RAS_RANK.search(line)) and len(counts) >= 2:
-            minority = min(counts)  # RAS lists the smaller group's ranks
+        elif (m := _RAS_RANK.search(line)) and (len(counts) >= 2 or m["op"] or m["none"]):
+            # RAS lists the smaller group's ranks; a lone outlier rank carries its own count
+            alone = (1, int(m["op"] or 0)) if m["op"] or m["none"] else None
+            minority = alone or min(counts)
             majority = max(counts)
             out.append(_event(
                 ctx, n, line, EventKind.collective_progress, Role.symptom,

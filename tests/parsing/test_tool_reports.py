@@ -37,6 +37,11 @@ Warnings
 """
 
 
+def scan_format(tmp_path: Path, text: str, name: str = "other.txt") -> str | None:
+    (tmp_path / name).write_text(text)
+    return next((f.format for f in scan(tmp_path).files if f.rel_path == name), None)
+
+
 def _read(tmp_path: Path, text: str, name: str = "report.txt"):
     (tmp_path / name).write_text(text)
     fmt = scan(tmp_path).files[0].format
@@ -49,6 +54,22 @@ def test_a_ras_mismatch_with_the_listed_rank_behind_names_it(tmp_path: Path) -> 
     assert fmt == "tool_report"
     v = diagnose(Observations(events=res.events))
     assert (v.category, v.rank) == ("hang", 5) and "411" in v.summary
+
+
+# NCCL prints a lone outlier rank with its own count on its line (ras/client_support.cc:
+# "Rank %d has launched up to operation %ld -- GPU %s managed by process %d on node %s")
+RAS_LONE = RAS.split("  {minority} rank has")[0] + (
+    "  Rank 5 has launched up to operation {lo} -- GPU 1 managed by process 777 on node "
+    "10.1.2.3\n")
+
+
+def test_a_lone_outlier_rank_with_its_own_count_is_read_both_ways(tmp_path: Path) -> None:
+    _, behind = _read(tmp_path, RAS_LONE.format(majority=7, hi=412, lo=411))
+    v = diagnose(Observations(events=behind.events))
+    assert (v.category, v.rank) == ("hang", 5) and "411" in v.summary
+    _, ahead = _read(tmp_path, RAS_LONE.format(majority=7, hi=411, lo=412))
+    v = diagnose(Observations(events=ahead.events))
+    assert (v.category, v.rank) == ("hang", None)
 
 
 def test_a_ras_mismatch_with_the_listed_rank_ahead_blames_no_one(tmp_path: Path) -> None:
@@ -86,6 +107,19 @@ def test_a_benchmark_summary_is_the_latency_questions_and_keeps_its_numbers(tmp_
         "Median ITL (ms):                         11.90\n"))
     assert fmt == "bench_summary"
     assert res.facts["benchmark"]["Mean TTFT (ms)"] == "84.20"
+
+
+def test_getent_hosts_lines_map_an_ip_to_its_host(tmp_path: Path) -> None:
+    _, res = _read(tmp_path, "10.3.147.116    a100-26.int.lab a100-26\n"
+                             "10.3.147.119    a100-27.int.lab a100-27\n")
+    assert res.facts["host_ips"] == {"a100-26.int.lab": ["10.3.147.116"],
+                                     "a100-27.int.lab": ["10.3.147.119"]}
+
+
+def test_a_log_with_an_address_at_the_start_of_a_line_is_no_hosts_table(tmp_path: Path) -> None:
+    text = ("10.0.0.5 - - [01/May/2024:10:00:00 +0000] \"GET / HTTP/1.1\" 200 12\n"
+            "10.0.0.6 worker ready\n")
+    assert scan_format(tmp_path, text) != "tool_report"
 
 
 def test_dns_lookups_map_a_peer_ip_to_its_host(tmp_path: Path) -> None:
