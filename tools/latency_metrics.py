@@ -3,12 +3,17 @@ incident window, from a live Prometheus (PromQL pushed down) or from the bundle'
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from goodput_agent.analysis.latency.model import LatencyResult
 from goodput_agent.metrics.source import MetricsSource, MetricsUnavailable, TimeWindow
 from goodput_agent.parsing.registry import METRICS_FORMATS, SERVING_LOG_FORMATS
 from goodput_agent.toolkit import Tool, ToolContext, ToolUnavailable
+
+if TYPE_CHECKING:
+    from goodput_agent.analysis.latency.bench_compare import BenchResult
 
 
 class LatencyInput(BaseModel):
@@ -65,6 +70,26 @@ def lone_benchmark(ctx: ToolContext) -> bool:
     return sum((r.facts.get("benchmark_results", 1) if r else 2) for r in results) == 1
 
 
+def benchmark_results(ctx: ToolContext) -> list[BenchResult] | None:
+    """The bundle's benchmark results, one per file, when its serving records are only
+    those (no engine log or metrics to weigh beside them), else None."""
+    from goodput_agent.analysis.latency.bench_compare import BenchResult
+
+    if ctx.bundle is None:
+        return None
+    serving = ctx.bundle.inventory.of_format(*SERVING_LOG_FORMATS)
+    if not serving or any(f.format != "bench_summary" for f in serving):
+        return None
+    out = []
+    for f in serving:
+        r = ctx.bundle.parse(f)
+        if r is None or r.facts.get("benchmark_results") != 1:
+            return None
+        out.append(BenchResult(path=f.rel_path, values=r.facts.get("benchmark") or {},
+                               lines=r.facts.get("benchmark_lines") or {}))
+    return out
+
+
 class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
     name = "latency_metrics"
     input_model = LatencyInput
@@ -75,8 +100,12 @@ class LatencyMetricsTool(Tool[LatencyInput, LatencyResult]):
         from goodput_agent.analysis.latency.analyze import analyse, resolve_service, source_failed
 
         if ctx.metrics is None and (logs := engine_logs_only(ctx)):
+            from goodput_agent.analysis.latency.bench_compare import compare_benchmarks
             from goodput_agent.analysis.latency.engine_log import analyse_engine_log
             from goodput_agent.toolkit import read_events
+
+            if compared := compare_benchmarks(benchmark_results(ctx) or []):
+                return compared
 
             return analyse_engine_log(read_events(ctx, SERVING_LOG_FORMATS).events, logs,
                                       lone_benchmark=lone_benchmark(ctx),

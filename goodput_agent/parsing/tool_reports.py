@@ -119,8 +119,9 @@ class ToolReportParser:
         lines = text.splitlines()
         res = ParseResult(format=self.format, lines_read=len(lines), facts={"report": kind})
         if kind == "bench":
-            res.facts["benchmark"] = {m["key"].strip(): m["val"] for ln in lines
-                                      if (m := _BENCH_ROW.match(ln))}
+            rows = [(n, m) for n, ln in enumerate(lines, 1) if (m := _BENCH_ROW.match(ln))]
+            res.facts["benchmark"] = {m["key"].strip(): m["val"] for _, m in rows}
+            res.facts["benchmark_lines"] = {m["key"].strip(): n for n, m in rows}
             res.facts["benchmark_results"] = len(_BENCH.findall(text))
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))

@@ -1,0 +1,65 @@
+"""Two serving benchmark results compared: the factor that moved while the others held
+decides, whichever file is named first; a mixed change names nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from goodput_agent.analysis.latency.bench_compare import (
+    ENGINE_ONLY,
+    BenchResult,
+    compare_benchmarks,
+)
+from goodput_agent.parsing.base import ParseContext
+from goodput_agent.parsing.tool_reports import BENCH_PARSER
+
+BLOCK = """\
+============ Serving Benchmark Result ============
+Backend:                                 sglang
+Successful requests:                     {n}
+Benchmark duration (s):                  126.65
+Total input tokens:                      {inp}
+Total generated tokens:                  {out}
+Request throughput (req/s):              {rate}
+---------------Time to First Token----------------
+Mean TTFT (ms):                          {ttft}
+---------------Inter-Token Latency----------------
+Mean ITL (ms):                           {itl}
+----------------End-to-End Latency----------------
+Mean E2E Latency (ms):                   {e2e}
+==================================================
+"""
+BASE = {"n": 500, "inp": 464500, "out": 103500, "rate": 3.95, "ttft": 60.1, "itl": 25.0,
+        "e2e": 5567.0}
+
+
+def _result(tmp_path: Path, name: str, **changed: float) -> BenchResult:
+    path = tmp_path / name
+    path.write_text(BLOCK.format(**{**BASE, **changed}))
+    res = BENCH_PARSER.parse(path, ParseContext(rel_path=name))
+    return BenchResult(path=name, values=res.facts["benchmark"],
+                       lines=res.facts["benchmark_lines"])
+
+
+@pytest.mark.parametrize(("changed", "category"), [
+    ({"inp": 3 * 464500, "ttft": 320.0}, "prompt_length"),
+    ({"out": 3 * 103500, "e2e": 16000.0}, "output_length"),
+    ({"rate": 9.1, "ttft": 240.0}, "queueing"),
+    ({"inp": 3 * 464500, "rate": 9.1, "ttft": 400.0}, "unknown"),  # two factors at once
+    ({"inp": 3 * 464500, "ttft": 320.0, "itl": 60.0}, "unknown"),  # decode slowed too
+])
+def test_the_factor_that_moved_alone_decides_in_either_order(
+        tmp_path: Path, changed: dict, category: str) -> None:
+    before, after = _result(tmp_path, "before.txt"), _result(tmp_path, "after.txt", **changed)
+    for pair in ([before, after], [after, before]):
+        got = compare_benchmarks(pair)
+        assert got is not None and got.verdict.category == category, (changed, pair[0].path)
+        assert got.verdict.confidence <= ENGINE_ONLY
+    cited = {e.locator.path for e in compare_benchmarks([before, after]).verdict.evidence}
+    assert cited == {"before.txt", "after.txt"}
+
+
+def test_one_result_is_nothing_to_compare(tmp_path: Path) -> None:
+    assert compare_benchmarks([_result(tmp_path, "only.txt")]) is None
