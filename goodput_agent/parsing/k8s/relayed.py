@@ -7,8 +7,9 @@ runtime, whatever the Event's reason ("Failed", "UnexpectedAdmissionError"):
   line would be the first-hand record (a second-hand artifact, analysis/failure/ceilings.py);
 - runc failing to start the container because its init process was OOM-killed
   (aws/amazon-ecs-agent#3021: `OCI runtime create failed: ... container init was OOM-killed
-  (memory limit too low?)`): runc read the container's memory cgroup; the pod's memory limit
-  is below what the container needs to start.
+  (memory limit too low?)`): runc read the container's memory cgroup, a first-hand record
+  (as the kernel's OOM line is); the pod's memory limit is below what the container needs to
+  start.
 Every other Event is judged by verdicts.classify_k8s_event (an eviction by eviction_verdict).
 """
 
@@ -32,7 +33,8 @@ def relayed_verdict(message: str) -> Verdict | None:
         return Verdict(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                        weight="medium", detail=detail)
     if "OOM-killed" in message and _INIT_OOM.search(message):
-        return Verdict(EventKind.cgroup_oom, Role.primary, "host_oom", weight="medium",
+        # runc's own record (it read the container's memory cgroup), not a guess from exit 137
+        return Verdict(EventKind.cgroup_oom, Role.primary, "host_oom",
                        detail={"runtime": "runc", "container_start_failed": True})
     return None
 
