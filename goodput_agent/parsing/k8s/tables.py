@@ -9,7 +9,8 @@ indent. Rows are read by shape:
   UnexpectedAdmissionError / Error / CrashLoopBackOff are told but decide nothing alone;
   Evicted rows need their message (events or describe);
 - events: LAST SEEN TYPE REASON OBJECT MESSAGE: judged as `kubectl get events -o json` is
-  (k8s/verdicts.py), an eviction because the node was low on memory included;
+  (k8s/verdicts.py, k8s/relayed.py), an eviction because the node was low on memory included;
+  the scheduler's `Successfully assigned NS/POD to NODE` binds the pod to its node (a fact);
 - nodes: NAME STATUS ROLES AGE VERSION: a NotReady node is a node fault only with the job on
   it, which the table does not say (kept as context, named in the facts).
 Ages are relative to when kubectl ran: rows carry no time.
