@@ -41,6 +41,21 @@ def _name_pods_nodes(events: list[Event], facts: SchedulerFacts) -> None:
                 e.node = bound[pod]
 
 
+def _name_fragment_pod(events: list[Event], facts: SchedulerFacts,
+                       k8s_files: set[str]) -> None:
+    """A pasted fragment of `kubectl describe pod` (its Events block, a container's Last State)
+    names neither the pod nor its node; when exactly one of the job's pods failed (get pods:
+    Evicted, CrashLoopBackOff, OOMKilled), the fragment is that pod's and the fault its node's."""
+    pod = facts.only_failing_pod()
+    if pod is None:
+        return
+    for e in events:
+        if e.node is None and e.locator.path in k8s_files and e.role != "context" \
+                and not e.detail.get("pod") and not e.detail.get("object"):
+            e.node = pod.node
+            e.detail["pod_from"] = f"the only failing pod, {pod.name} ({pod.source})"
+
+
 def _pod_of_file(path: str, pods: Mapping[str, str]) -> str | None:
     """The pod whose log a file is, by its name as `kubectl logs POD [--previous] > POD.log`
     writes it (logs/POD.log, POD-previous.log, POD.txt)."""
@@ -84,6 +99,8 @@ def observations(outputs: Mapping[str, object]) -> tuple[Observations, Scheduler
                                           else set())
     obs.job_pods = {p.name for p in facts.pods if p.name}
     _name_pods_nodes(obs.events, facts)
+    _name_fragment_pod(obs.events, facts, {f.rel_path for f in inv.files
+                                           if f.format in KUBERNETES_FORMATS})
     obs.latest_run_start = facts.latest_run_start(obs.job_id)
     if obs.job_id is None:
         obs.job_id = facts.first_job_id()

@@ -60,6 +60,11 @@ class PodFact(BaseModel):
     pod_ip: str | None = None
 
 
+# a pod's phase (JSON) or STATUS (get pods) that says nothing failed
+HEALTHY_PHASES = frozenset({"Running", "Completed", "Succeeded", "Pending", "ContainerCreating",
+                            "PodInitializing", "Terminating"})
+
+
 class SchedulerFacts(BaseModel):
     """Every file's layout facts, merged: jobs, pods, kernel-log hosts and srun task hosts."""
 
@@ -103,6 +108,13 @@ class SchedulerFacts(BaseModel):
 
     def first_job_id(self) -> str | None:
         return self.jobs[0].base_id if self.jobs else None
+
+    def only_failing_pod(self) -> PodFact | None:
+        """The one pod of the job not running or done (Evicted, OOMKilled, CrashLoopBackOff,
+        Error), with the node it is bound to; None when none or several are."""
+        failing = {p.name: p for p in self.pods if p.name and p.node
+                   and p.phase and p.phase not in HEALTHY_PHASES}
+        return next(iter(failing.values())) if len(failing) == 1 else None
 
     def host_aliases(self, scheduler_names: set[str]) -> dict[str, str]:
         """A pod's name, hostname and IP all mean the node it ran on (except names the

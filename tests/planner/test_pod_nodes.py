@@ -85,3 +85,40 @@ def test_a_rank_prefixed_traceback_in_one_pods_log_names_its_node(tmp_path: Path
     rc = report.root_cause
     assert (rc.category, rc.rank) == ("application_error", 20)
     assert rc.node == ("gpu-a-07" if wide else None)
+
+
+EVICTED_BLOCK = """Events:
+  Type     Reason   Age  From     Message
+  ----     ------   ---  ----     -------
+  Warning  Evicted  27m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi, available: 92856Ki. Container pytorch was using 1616904192Ki, request is 384Gi, has larger consumption of memory.
+  Normal   Killing  27m  kubelet  Stopping container pytorch
+"""  # noqa: E501
+LAST_STATE = """    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+      Started:      Thu, 26 Mar 2026 00:58:07 +0000
+      Finished:     Thu, 26 Mar 2026 03:23:57 +0000
+    Restart Count:  3
+"""
+
+
+@pytest.mark.parametrize(("fragment", "status"), [(EVICTED_BLOCK, "Evicted"),
+                                                  (LAST_STATE, "CrashLoopBackOff")])
+@pytest.mark.parametrize("failing", [1, 2])
+def test_a_pasted_describe_fragment_is_the_only_failing_pods(
+        tmp_path: Path, fragment: str, status: str, failing: int) -> None:
+    """A fragment names no pod: it is the one failing pod's, and its node the fault's; with
+    two failing pods the fragment could be either's, and nothing is located."""
+    root = tmp_path / "b"
+    (root / "k8s").mkdir(parents=True)
+    pods = PODS_WIDE.format(status=f"{status:<7}")
+    if failing == 2:
+        pods = pods.replace("train-worker-0   1/1     Running",
+                            f"train-worker-0   0/1     {status}")
+    (root / "k8s" / "get_pods.txt").write_text(pods)
+    (root / "k8s" / "pasted.txt").write_text(fragment)
+    (root / "incident.yaml").write_text("question: what killed the train job?\n")
+    with Ledger(tmp_path / "l.duckdb") as lg:
+        rc = investigate_bundle(root, lg).root_cause
+    assert rc.category == "host_oom"
+    assert rc.node == ("gpu-a-07" if failing == 1 else None)

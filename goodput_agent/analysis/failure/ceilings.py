@@ -5,7 +5,7 @@ class prints). corroboration.py raises a verdict's confidence; this caps it."""
 
 from __future__ import annotations
 
-from goodput_agent.core.events import Event, EventKind
+from goodput_agent.core.events import Event, EventKind, Role
 
 from .model import CONTESTED_CONFIDENCE, Candidate, weight
 from .observations import Observations
@@ -20,7 +20,7 @@ def thin_evidence(best: Candidate, cands: list[Candidate], obs: Observations
     if secondhand(e) and not _corroborated(best, cands, obs):
         confirm = CONFIRMS.get(best.category, 'a second source')
         alone, twice = secondhand_ceilings(e)
-        if _unambiguous_elsewhere(best, cands):
+        if _unambiguous_elsewhere(best, cands) or _seen_there_too(best, obs):
             # two tools or processes saw the same fault (lspci and the CUDA runtime, the device
             # plugin and the rank): the class is corroborated, the first-hand record still not
             return twice, [
@@ -91,6 +91,19 @@ def _unambiguous_elsewhere(best: Candidate, cands: list[Candidate]) -> bool:
     e = best.event
     return any(c.category == best.category and c.event.locator.path != e.locator.path
                and weight(c.event) > AMBIGUOUS_WEIGHT for c in cands)
+
+
+def _seen_there_too(best: Candidate, obs: Observations) -> bool:
+    """An artifact whose own words state the class (weight above AMBIGUOUS_WEIGHT), and another
+    file's record of the same class on the same node, even in words several classes print
+    (such a line is then no candidate of its own: the fault explains it): two observers of one
+    place, the device plugin's `nvml: GPU is lost` and a rank's `CUDA error: unknown error` on
+    that node, agree."""
+    e = best.event
+    return weight(e) > AMBIGUOUS_WEIGHT and e.node is not None and any(
+        o.role == Role.primary and o.category == best.category and o.locator.path !=
+        e.locator.path and obs.host_aliases.get(o.node or "", o.node) == e.node
+        for o in obs.events)
 
 
 def _corroborated(best: Candidate, cands: list[Candidate], obs: Observations) -> bool:

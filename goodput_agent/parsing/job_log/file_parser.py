@@ -10,6 +10,7 @@ from goodput_agent.parsing.job_log.classify import bus_id_to_pci
 from goodput_agent.parsing.job_log.elastic_summary import ElasticSummary
 from goodput_agent.parsing.job_log.iterations import MAX_POINTS, iteration_point
 from goodput_agent.parsing.job_log.nccl_lines import NcclLines
+from goodput_agent.parsing.job_log.platform_tasks import PlatformTasks
 from goodput_agent.parsing.job_log.prefixes import (
     HEAD_TS,
     LinePrefix,
@@ -24,7 +25,7 @@ _WORLD = re.compile(r"(?i)\bworld[_ ]size\b[\"']?\s*[:=]\s*(\d+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 
 
-class FileParser(ElasticSummary, NcclLines, SlurmLines):
+class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
     """Feeds decoded lines through the matchers; resolves ranks and hosts at the end."""
 
     def feed(self, lineno: int, line: str | None, ts_line: str | None) -> None:
@@ -80,7 +81,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
                         self._m_kernel, self._m_gpu_lost, self._m_host_memory, self._m_oom,
                         self._m_cuda, self._m_socket, self._m_conn,
                         self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash,
-                        self._m_bare_exception):
+                        self._m_platform_task, self._m_bare_exception):
             if matcher(stream, c):
                 return
 
@@ -134,6 +135,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines):
                         res.rank_hosts.setdefault(r, next(iter(hosts)))
         for p in self.pending:
             res.events.append(self._event(p, resolve, res))
+        self.locate_platform_verdicts(res.events)
         if world_size:
             res.facts["world_size"] = world_size
         res.facts.update(self.facts)

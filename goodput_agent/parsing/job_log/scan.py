@@ -30,6 +30,7 @@ MARKERS: tuple[bytes, ...] = (
     b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
     b"per iteration", b"s/it", b"it/s",  # the log's own iteration times (iterations.py)
     b"OOMKilled", b"OOM-killed", b"exit_code", b"WTERMSIG",  # a platform's exit diagnostics
+    b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
 )
 # After a decoded line holding a trigger, the next N lines are decoded whatever they hold:
 # traceback frames and exception lines, a watchdog message wrapped over lines, and the
@@ -41,6 +42,7 @@ TRIGGERS: tuple[tuple[bytes, int], ...] = (
     (b"ChildFailedError", 40),
     (b"Root Cause", 12),
     (b"      : ", 12),
+    (b"ask role", 256), (b"ask Role", 256), (b"askRole", 256),  # a platform's task list
 )
 
 

@@ -11,8 +11,9 @@ which holds several training processes when it has several GPUs, so Event.rank i
 the pod runs at most one GPU; otherwise the index stays in detail["pod_rank"].
 
 JsonPositions and load_json_document (parsing/json_positions.py) are shared with the Slurm JSON
-parsers. Modules: verdicts (what a termination or Event means), document (one document's
-events), pods, nodes_events, parser (what the registry calls).
+parsers. Modules: verdicts (what a termination or Event means), relayed (faults the kubelet
+relays from the device plugin and the container runtime), document (one document's events),
+pods, nodes_events, parser (what the registry calls).
 """
 
 from goodput_agent.parsing.k8s.parser import K8S_LIST, PARSER, PARSERS, K8sListParser

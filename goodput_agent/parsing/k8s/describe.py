@@ -18,12 +18,8 @@ from pathlib import Path
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
-from goodput_agent.parsing.k8s.verdicts import (
-    Verdict,
-    classify_k8s_event,
-    classify_termination,
-    eviction_verdict,
-)
+from goodput_agent.parsing.k8s.relayed import event_verdict, relayed_verdict
+from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"
@@ -49,6 +45,15 @@ def _when(text: str | None) -> datetime | None:
     return ts.astimezone(UTC) if ts.tzinfo else None
 
 
+def _reporting_host(source: str) -> str | None:
+    """The node of an Event's From column: kubectl before 1.20 prints the kubelet's host
+    beside it (`kubelet, gpu-node-19`), as `-o json` keeps it in source.host."""
+    component, _, host = source.partition(",")
+    host = host.strip()
+    return host if component.strip() == "kubelet" and re.fullmatch(r"[A-Za-z0-9][\w.\-]*",
+                                                                    host) else None
+
+
 @dataclass
 class _Container:
     name: str
@@ -65,14 +70,16 @@ class _Reader:
         self.gpus: dict[str, tuple[int, int]] = {}  # capacity/allocatable GPUs, their line
 
     def add(self, verdict: Verdict, summary: str, first: int, last: int, *,
-            ts: datetime | None = None, detail: dict | None = None) -> None:
+            ts: datetime | None = None, detail: dict | None = None,
+            node: str | None = None) -> None:
         excerpt = "\n".join(self.lines[first - 1:last])[:500]
-        detail = {k: v for k, v in (detail or {}).items() if v not in (None, "")}
+        detail = {k: v for k, v in (detail or {}).items() if v not in (None, "")} | verdict.detail
         if verdict.weight:
             detail["weight"] = verdict.weight
         self.events.append(Event(
             kind=verdict.kind, role=verdict.role, category=verdict.category, ts=ts,
-            clock=Clock.absolute if ts else Clock.none, node=self.node, summary=summary[:300],
+            clock=Clock.absolute if ts else Clock.none, node=node or self.node,
+            summary=summary[:300],
             locator=Locator(path=self.ctx.rel_path, line_start=first, line_end=last),
             excerpt=excerpt, detail=detail))
 
@@ -129,6 +136,9 @@ class _Reader:
             self.is_node, self.node = True, self.object
         elif key == "Status" and val == "Pending":
             self.pending_line = n
+        elif key == "Message" and (verdict := relayed_verdict(val)):  # the pod's status message
+            self.add(verdict, f"{self._what()}: {val}", n, n,
+                     detail={"pod": None if self.is_node else self.object, "message": val})
         sections = {"Containers": "containers", "Init Containers": "containers",
                     "Conditions": "conditions", "Events": "events", "Capacity": "capacity",
                     "Allocatable": "allocatable"}
@@ -151,12 +161,12 @@ class _Reader:
             return False
         event_type, reason = cells[0], cells[1]
         message = cells[4] if len(cells) > 4 else ""
-        verdict = eviction_verdict(message) if reason == "Evicted" else \
-            classify_k8s_event(reason, message, event_type)
+        verdict = event_verdict(reason, message, event_type)
         if verdict is not None:
             self.add(verdict, f"{self._what()} {reason}: {message}".strip(), n, n,
                      detail={"reason": reason, "message": message, "type": event_type,
-                             "age": cells[2], "source": cells[3], "object": self.object})
+                             "age": cells[2], "source": cells[3], "object": self.object},
+                     node=_reporting_host(cells[3]))
         return True
 
     def _condition_row(self, cells: list[str], n: int) -> bool:

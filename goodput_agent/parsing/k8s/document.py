@@ -72,6 +72,7 @@ class DocumentEvents:
         ts, clock = k8s_time(ts_value, self.ctx)
         detail = {k: v for k, v in detail.items() if v is not None and v != ""}
         detail["json_path"] = json_path_text(path)
+        detail.update(verdict.detail)
         if verdict.weight:
             detail["weight"] = verdict.weight
         self.events.append(Event(

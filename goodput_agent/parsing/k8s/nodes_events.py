@@ -16,6 +16,7 @@ from goodput_agent.parsing.k8s.document import (
     as_list,
     as_str,
 )
+from goodput_agent.parsing.k8s.relayed import relayed_verdict
 from goodput_agent.parsing.k8s.verdicts import (
     EVICTED_RESOURCE,
     Verdict,
@@ -102,7 +103,7 @@ def read_event(b: DocumentEvents, base: JsonPath, item: dict[str, Any]) -> None:
     reason = as_str(item.get("reason"))
     message = as_str(item.get("message") or item.get("note"))
     event_type = as_str(item.get("type"))
-    verdict = classify_k8s_event(reason, message, event_type)
+    verdict = relayed_verdict(message) or classify_k8s_event(reason, message, event_type)
     if verdict is None:
         return
     obj = as_dict(item.get("involvedObject") or item.get("regarding"))

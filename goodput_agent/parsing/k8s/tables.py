@@ -9,7 +9,8 @@ indent. Rows are read by shape:
   UnexpectedAdmissionError / Error / CrashLoopBackOff are told but decide nothing alone;
   Evicted rows need their message (events or describe);
 - events: LAST SEEN TYPE REASON OBJECT MESSAGE: judged as `kubectl get events -o json` is
-  (k8s/verdicts.py), an eviction because the node was low on memory included;
+  (k8s/verdicts.py, k8s/relayed.py), an eviction because the node was low on memory included;
+  the scheduler's `Successfully assigned NS/POD to NODE` binds the pod to its node (a fact);
 - nodes: NAME STATUS ROLES AGE VERSION: a NotReady node is a node fault only with the job on
   it, which the table does not say (kept as context, named in the facts).
 Ages are relative to when kubectl ran: rows carry no time.
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
-from goodput_agent.parsing.k8s.verdicts import Verdict, classify_k8s_event, eviction_verdict
+from goodput_agent.parsing.k8s.relayed import event_verdict, relayed_verdict
+from goodput_agent.parsing.k8s.verdicts import Verdict
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_table"
@@ -37,6 +39,9 @@ _EVENT = re.compile(r"^\s*(?:(?P<ns>[a-z0-9][a-z0-9-]*)\s+)?(?P<age>" + _AGE + r
                     r"(?P<object>[\w.\-]+/[\w.\-<> ]+?)\s{2,}(?P<message>\S.*)$")
 _NODE = re.compile(r"^\s*(?P<name>[a-z0-9][\w.\-]*)\s+(?P<status>(?:Not)?Ready(?:,\S+)?)\s+"
                    r"(?:(?P<roles>\S+)\s+)?(?P<age>" + _AGE + r")(?:\s+(?P<version>v[\d.]+\S*))?")
+_ASSIGNED = re.compile(r"Successfully assigned (?:(?P<ns>[a-z0-9][a-z0-9-]*)/)?"
+                       r"(?P<pod>[a-z0-9][\w.\-]*) to (?P<node>[A-Za-z0-9][\w.\-]*)")
+_STATUS_MESSAGE = re.compile(r"^\s*Message:\s+(?P<message>\S.*)$")
 _HEADERS = re.compile(r"^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE|"
                       r"^\s*(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE|"
                       r"^\s*NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION", re.M)
@@ -59,7 +64,7 @@ class _Rows:
 
     def add(self, v: Verdict, summary: str, n: int, line: str, node: str | None = None,
             **detail: object) -> None:
-        d = {k: val for k, val in detail.items() if val not in (None, "")}
+        d = {k: val for k, val in detail.items() if val not in (None, "")} | v.detail
         if v.weight:
             d["weight"] = v.weight
         self.events.append(Event(
@@ -70,9 +75,8 @@ class _Rows:
 
     def row(self, n: int, line: str) -> None:
         if m := _EVENT.match(line):
-            v = classify_k8s_event(m["reason"], m["message"], m["type"])
-            if m["reason"] == "Evicted":
-                v = eviction_verdict(m["message"])
+            self._scheduled(m["reason"], m["message"])
+            v = event_verdict(m["reason"], m["message"], m["type"])
             if v is not None:
                 obj = m["object"].strip()
                 self.add(v, f"{obj} {m['reason']}: {m['message']}", n, line,
@@ -90,11 +94,22 @@ class _Rows:
                 self.add(v, f"pod {m['name']} {m['status']} (restarts {m['restarts']})", n,
                          line, node=node, pod=m["name"], namespace=m["ns"], reason=m["status"],
                          restarts=m["restarts"])
+        elif (m := _STATUS_MESSAGE.match(line)) and (v := relayed_verdict(m["message"])):
+            # a pod's status message pasted beside the table (describe's `Message:` line)
+            self.add(v, f"pod status message: {m['message']}", n, line, message=m["message"])
         elif (m := _NODE.match(line)) and m["status"].startswith("NotReady"):
             self.facts["not_ready_nodes"].append(m["name"])
             self.add(Verdict(EventKind.node_not_ready, Role.context),
                      f"node {m['name']} NotReady (age {m['age']})", n, line, node=m["name"],
                      status=m["status"])
+
+
+    def _scheduled(self, reason: str, message: str) -> None:
+        """The scheduler's `Successfully assigned NS/POD to NODE`: where the pod is bound, as
+        `get pods -o wide`'s NODE column says it."""
+        if reason == "Scheduled" and (m := _ASSIGNED.search(message)):
+            self.facts["pods"].append({"name": m["pod"], "namespace": m["ns"],
+                                       "node": m["node"]})
 
 
 def _kind(obj: str) -> str:

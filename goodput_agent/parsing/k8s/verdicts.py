@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from goodput_agent.core.events import EventKind, Role
 
@@ -18,6 +19,8 @@ class Verdict:
     role: Role
     category: str | None = None
     weight: str | None = None
+    # what the event's detail keeps beside it (who relayed the fault: user_space)
+    detail: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 def classify_termination(reason: str, exit_code: int | None, signal: int | None) -> Verdict:

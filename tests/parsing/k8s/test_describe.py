@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.k8s.describe import PARSER
@@ -104,3 +106,32 @@ def test_a_pasted_fragment_without_the_header_is_read(tmp_path) -> None:
 def test_job_logs_and_json_are_not_taken_for_describe_output() -> None:
     assert not PARSER.sniff('{"kind": "PodList", "items": []}', "pods.json")
     assert not PARSER.sniff("[rank0]: Traceback (most recent call last):\n", "rank0.log")
+
+
+EVENTS_BLOCK = """Events:
+  Type     Reason   Age  From                  Message
+  ----     ------   ---  ----                  -------
+  Warning  Evicted  12m  {source}  The node was low on resource: memory. Threshold quantity: 100Mi, available: 95521Ki. Container pytorch was using 1557135360Ki, request is 256Gi, has larger consumption of memory.
+  Normal   Killing  12m  {source}  Stopping container pytorch
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize(("source", "node"), [("kubelet, gpu-node-19", "gpu-node-19"),
+                                              ("kubelet", None)])
+def test_the_from_column_of_kubectl_before_1_20_names_the_kubelets_node(
+        tmp_path: Path, source: str, node: str | None) -> None:
+    res = parse(tmp_path, EVENTS_BLOCK.format(source=f"{source:<20}"))
+    [evicted] = [e for e in res.events if e.role == Role.primary]
+    assert (evicted.category, evicted.node) == ("host_oom", node)
+
+
+def test_a_pods_status_message_relayed_from_the_device_plugin_is_read(tmp_path: Path) -> None:
+    res = parse(tmp_path, (
+        "Name:         rojin-2q6ld\nNamespace:    default\nNode:         gpu-b-02/10.0.0.7\n"
+        "Status:       Failed\nReason:       UnexpectedAdmissionError\n"
+        "Message:      Pod Allocate failed due to device plugin GetPreferredAllocation rpc "
+        "failed with err: rpc error: code = Unknown desc = Unable to retrieve list of available "
+        "devices: error creating nvml.Device 5: nvml: GPU is lost, which is unexpected\n"))
+    [lost] = res.events
+    assert (lost.category, lost.node, lost.locator.line_start) == ("gpu_hardware", "gpu-b-02", 6)
+    assert lost.detail["user_space"]
