@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from goodput_agent.bundle import Inventory
 from goodput_agent.metrics.vllm_names import METRICS, Kind
+from goodput_agent.parsing.job_log.iterations import has_series
 from goodput_agent.parsing.registry import FAILURE_FORMATS, METRICS_FORMATS, SERVING_LOG_FORMATS
 
 KINDS = ("failure", "slowdown", "latency")
@@ -25,7 +26,8 @@ EVIDENCE_ORDER = KINDS
 _ASKED_AS = {"failure": "a failure", "slowdown": "a training slowdown",
              "latency": "an inference latency rise"}
 _EVIDENCE = {"failure": "no scheduler record, job log or kernel log",
-             "slowdown": "no profiler (Kineto) trace",
+             "slowdown": "no profiler (Kineto) trace and no training log with its own "
+                         "iteration times",
              "latency": "no serving-engine (vLLM) latency metrics or engine log"}
 
 
@@ -110,8 +112,10 @@ class _Evidence:
     def _look(self, kind: str) -> bool:
         if kind == "failure":
             return bool(self._formats & FAILURE_FORMATS)
-        if kind == "slowdown":
-            return "kineto_trace" in self._formats
+        if kind == "slowdown":  # from traces, else from the training log's own series
+            root = Path(self._inv.root)
+            return "kineto_trace" in self._formats or any(
+                has_series(root / f.rel_path, enough=2) for f in self._inv.of_format("job_log"))
         if self._formats & SERVING_LOG_FORMATS:
             return True
         root = Path(self._inv.root)

@@ -10,7 +10,7 @@ from goodput_agent.analysis.failure.remedy import Remedy, remedy
 from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
-from goodput_agent.analysis.slowdown.remedy import slowdown_remedy
+from goodput_agent.analysis.slowdown.remedy import log_remedy, slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.core.events import Event, Role
 from goodput_agent.parsing.registry import (
@@ -32,11 +32,12 @@ from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.report import SECONDARY, Alternative, ClockNote, Retry, TimelineEntry
 from goodput_agent.tools.profiler_traces import TracesOutput
+from goodput_agent.tools.training_log_series import LogSeriesOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
                 "gpu_metrics_events", "log_activity"),
-    "slowdown": ("bundle_inventory", "profiler_traces"),
+    "slowdown": ("bundle_inventory", "profiler_traces", "training_log_series"),
     "latency": ("bundle_inventory", "latency_metrics"),
 }
 
@@ -137,6 +138,9 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
     traces: TracesOutput | None = outputs.get("profiler_traces")  # type: ignore[assignment]
     inv: Inventory | None = outputs.get("bundle_inventory")  # type: ignore[assignment]
     v = traces.verdict if traces else None
+    logs: LogSeriesOutput | None = outputs.get("training_log_series")  # type: ignore[assignment]
+    if v is None and logs is not None and logs.verdict is not None:
+        return _log_conclusion(logs.verdict, inv, errors)
     if v is None:
         why = ("no profiler trace in the bundle could be analysed" if traces is None or
                not traces.traces else "the traces were read but gave no verdict")
@@ -156,6 +160,20 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
                       advice=advice,
                       unknowns=traces.assumptions + v.unknowns + notes + errors,
                       breakdown=traces.breakdown)
+
+
+def _log_conclusion(v: SlowdownVerdict, inv: Inventory | None, errors: list[str]
+                    ) -> Conclusion:
+    """A slowdown answered from the training log's own series (no profiler trace)."""
+    r = log_remedy(v) if v.category == "straggler" else \
+        slowdown_remedy(v, scheduler_kind(inv), inv.incident.job if inv else None)
+    proposals, advice = settle(_drafts(r), r.advice, JobRefs.read(inv))
+    claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
+    return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
+                      retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
+                      advice=advice, unknowns=["answered from the training log's own iteration "
+                                               "times: the bundle has no profiler trace",
+                                               *v.unknowns, *errors])
 
 
 def _verdict_claims(v: SlowdownVerdict | LatencyVerdict, node: str | None = None,

@@ -36,7 +36,7 @@ def series_note(obs: Observations) -> str | None:
         return None
     notes = []
     by_rank: dict[int | None, list[tuple[int, float]]] = {}
-    for step, ms, rank in points:
+    for step, ms, rank, *_ in points:
         by_rank.setdefault(rank, []).append((int(step), float(ms)))
     whole = sorted(max(by_rank.values(), key=len))
     q = max(2, len(whole) // 4)

@@ -50,3 +50,17 @@ def slowdown_remedy(v: SlowdownVerdict, scheduler: str | None, job: str | None) 
                           "NCCL_DEBUG=INFO for the chosen transport"),
                           rationale="measure the fabric outside the job")])
     return Remedy(retry_useful=None, why="no cause established", proposals=[])
+
+
+def log_remedy(v: SlowdownVerdict) -> Remedy:
+    """A straggler told by the log's iteration times alone: who is slow is known, why is not,
+    so the least-impact step that would find it, never a drain (issue 27, point 3)."""
+    return Remedy(retry_useful=None, why="the log says which rank is slow, not why: find the "
+                  "cause before excluding its node", advice=[Advice(
+                      topic="collect_diagnostics", details={"rank": v.rank, "node": v.node},
+                      text="on that rank's GPU: DCGM/NVML health and clocks (nvidia-smi -q -d "
+                           "PERFORMANCE,POWER,TEMPERATURE), a py-spy dump of its process, a "
+                           "profiler trace of a few steps; then the node's GPU diagnostics "
+                           "(dcgmi diag -r 2)",
+                      rationale="the cause (a throttling GPU, host contention, its input "
+                                "shard) decides whether to exclude the GPU or the node")])

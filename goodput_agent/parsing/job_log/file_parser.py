@@ -8,7 +8,11 @@ from goodput_agent.core.events import Event, Locator
 from goodput_agent.parsing.base import ParseResult
 from goodput_agent.parsing.job_log.classify import bus_id_to_pci
 from goodput_agent.parsing.job_log.elastic_summary import ElasticSummary
-from goodput_agent.parsing.job_log.iterations import MAX_POINTS, iteration_point
+from goodput_agent.parsing.job_log.iterations import (
+    MAX_POINTS,
+    iteration_parts,
+    iteration_point,
+)
 from goodput_agent.parsing.job_log.nccl_lines import NcclLines
 from goodput_agent.parsing.job_log.platform_tasks import PlatformTasks
 from goodput_agent.parsing.job_log.prefixes import (
@@ -69,8 +73,13 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         if (point := iteration_point(content)) is not None:
             points = self.facts.setdefault("iterations", [])
             if len(points) < MAX_POINTS:
-                points.append([*point, self.prefix.rank if self.prefix.rank is not None
-                               else self.ctx.rank_hint])
+                rank = self.prefix.rank if self.prefix.rank is not None else self.ctx.rank_hint
+                points.append([*point, rank, self.lineno])
+                if named := iteration_parts(content):
+                    parts = self.facts.setdefault("iteration_parts", [])
+                    if len(parts) < MAX_POINTS * 4:
+                        parts += [[point[0], name, ms, rank, self.lineno] for name, ms in named]
+        self.timers.feed(content, self.lineno)
         if "orld" in content and (m := _WORLD.search(content)):
             self.world.add(int(m[1]))
         if "NCCL version" in content and (m := _NCCL_VERSION.search(content)):
@@ -139,6 +148,8 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         if world_size:
             res.facts["world_size"] = world_size
         res.facts.update(self.facts)
+        if timer_blocks := self.timers.facts():
+            res.facts["timers"] = timer_blocks
         ranks = sorted({e.rank for e in res.events if e.rank is not None} | set(res.rank_hosts))
         if ranks:
             res.facts["ranks_seen"] = ranks

@@ -1,10 +1,14 @@
 """A training log's own per-iteration times: Megatron's `iteration N/ M | ... elapsed time per
 iteration (ms): X |`, tqdm's `N/M [elapsed<left, X s/it]` (or `it/s`), and `step N ... time:
-X s|ms` lines. Read as facts (the analysis weighs them only when nothing failed)."""
+X s|ms` lines (and the other times such a line states, per rank: `fwd_bwd 811 ms`). Read as
+facts `iterations` and `iteration_parts`."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from goodput_agent.parsing.lines import scan_lines
 
 _MEGATRON = re.compile(r"iteration\s+(?P<step>\d+)/\s*\d+ \|.*?elapsed time per iteration "
                        r"\(ms\): (?P<ms>[\d.]+)")
@@ -12,7 +16,22 @@ _TQDM = re.compile(r"(?P<step>\d+)/\d+ \[[\d:]+<[\d:?]+,\s+(?P<rate>[\d.]+)(?P<u
 _STEP = re.compile(r"\bstep[ :=#]+(?P<step>\d+)\b.*?\b(?:step[_ ]time|iter[_ ]time|time)"
                    r"[ :=]+(?P<t>[\d.]+) ?(?P<unit>ms|s)\b", re.I)
 MAX_POINTS = 20_000
-MARKERS = (b"per iteration", b"s/it", b"it/s", b"time")
+# the literals every line iteration_point reads holds one of (a prefilter for a scan)
+MARKERS = (b"per iteration", b"s/it", b"it/s", b"step_time", b"step time", b"iter_time",
+           b"iter time", b"time:", b"time ", b"time=")
+
+
+_PART = re.compile(r"(?<![\w.])(?P<name>[A-Za-z][\w/-]*)[ :=]+(?P<v>[\d.]+) ?(?P<unit>ms|s)\b")
+_ITERATION_NAMES = re.compile(r"(?i)^(?:step[_ ]?time|iter(?:ation)?[_ ]?time|time)$")
+
+
+def iteration_parts(text: str) -> list[tuple[str, float]]:
+    """The other times a `step N ... time X` line states (`fwd_bwd 811 ms | allreduce_wait
+    19 ms`), in ms: the parts of the step each rank prints."""
+    if not _STEP.search(text):
+        return []
+    return [(m["name"], float(m["v"]) * (1 if m["unit"] == "ms" else 1000))
+            for m in _PART.finditer(text) if not _ITERATION_NAMES.match(m["name"])]
 
 
 def iteration_point(text: str) -> tuple[int, float] | None:
@@ -27,3 +46,17 @@ def iteration_point(text: str) -> tuple[int, float] | None:
     if "time" in text and (m := _STEP.search(text)):
         return int(m["step"]), float(m["t"]) * (1 if m["unit"] == "ms" else 1000)
     return None
+
+
+def has_series(path: Path, enough: int = 8) -> bool:
+    """Whether the file states at least `enough` iteration times (read until it has)."""
+    seen = 0
+    try:
+        for _, text in scan_lines(path, MARKERS):
+            if iteration_point(text) is not None:
+                seen += 1
+                if seen >= enough:
+                    return True
+    except (OSError, EOFError):
+        return False
+    return False

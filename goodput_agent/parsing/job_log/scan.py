@@ -29,6 +29,8 @@ MARKERS: tuple[bytes, ...] = (
     b"CUDA_ERROR",  # the driver API's error names (TensorFlow, JAX)
     b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
     b"per iteration", b"s/it", b"it/s",  # the log's own iteration times (iterations.py)
+    b"step_time", b"step time", b"iter_time", b"iter time", b"| time",
+    b"time across ranks (ms):",  # Megatron's timers (megatron_timers.py), lines below
     b"OOMKilled", b"OOM-killed", b"exit_code", b"WTERMSIG",  # a platform's exit diagnostics
     b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
 )
@@ -42,6 +44,7 @@ TRIGGERS: tuple[tuple[bytes, int], ...] = (
     (b"ChildFailedError", 40),
     (b"Root Cause", 12),
     (b"      : ", 12),
+    (b"time across ranks (ms):", 64),  # one line per timer follows
     (b"ask role", 256), (b"ask Role", 256), (b"askRole", 256),  # a platform's task list
 )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from goodput_agent.core.events import Clock, EventKind, Role
 from goodput_agent.parsing.base import ParseContext
+from goodput_agent.parsing.job_log.megatron_timers import TimerBlocks
 from goodput_agent.parsing.job_log.prefixes import LinePrefix, parse_time_text
 from goodput_agent.parsing.job_log.traceback_text import Frame
 
@@ -96,6 +97,7 @@ class LineState:
         self.world: set[int] = set()
         self.facts: dict[str, Any] = {}
         self.watchdog_seen: set[tuple[Any, ...]] = set()
+        self.timers = TimerBlocks()  # Megatron's --timing-log-level blocks
         # per line
         self.lineno = 0
         self.line = ""
