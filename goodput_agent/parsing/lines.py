@@ -66,6 +66,16 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield lineno, decode(raw)
 
 
+def line_at(path: Path, n: int) -> str:
+    """Line n (1-based) of the file, without its line end; "" when there is none."""
+    if n <= 0:
+        return ""
+    for i, text in iter_lines(path):
+        if i == n:
+            return text.rstrip("\r\n")
+    return ""
+
+
 @dataclass(slots=True)
 class LineCount:
     lines: int = 0  # lines in the file, once a scan has read it to the end

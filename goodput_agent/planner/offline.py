@@ -3,16 +3,21 @@ of question through the same loop, tools and ledger that the LLM planner uses.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from goodput_agent.analysis.failure.analyze import Alternative as FoundAlternative
 from goodput_agent.analysis.failure.analyze import FailureVerdict, diagnose
 from goodput_agent.analysis.failure.observations import Observations
 from goodput_agent.analysis.failure.remedy import Remedy, remedy
 from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
+from goodput_agent.analysis.slowdown.from_logs import log_verdict, series_of
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
 from goodput_agent.analysis.slowdown.remedy import log_remedy, slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.core.events import Event, Role
+from goodput_agent.parsing.job_log.state import line_excerpt
+from goodput_agent.parsing.lines import line_at
 from goodput_agent.parsing.registry import (
     JOB_LOG_FORMATS,
     METRICS_FORMATS,
@@ -31,13 +36,14 @@ from goodput_agent.planner.script_edits import with_script_edits
 from goodput_agent.planner.unknowns import with_missing_evidence
 from goodput_agent.planner.workload_edits import latency_fixes
 from goodput_agent.report import SECONDARY, Alternative, ClockNote, Retry, TimelineEntry
+from goodput_agent.toolkit import EventsOutput
 from goodput_agent.tools.profiler_traces import TracesOutput
-from goodput_agent.tools.training_log_series import LogSeriesOutput
 
 PLAYBOOKS: dict[str, tuple[str, ...]] = {
     "failure": ("bundle_inventory", "scheduler_state", "job_log_events", "kernel_log_events",
                 "gpu_metrics_events", "log_activity"),
-    "slowdown": ("bundle_inventory", "profiler_traces", "training_log_series"),
+    # the job logs only when the bundle holds no trace: their own series answer then
+    "slowdown": ("bundle_inventory", "profiler_traces", "job_log_events"),
     "latency": ("bundle_inventory", "latency_metrics"),
 }
 
@@ -63,6 +69,8 @@ class OfflinePlanner:
         if len(history) >= len(self.steps):
             return None
         tool = self.steps[len(history)]
+        if self.kind == "slowdown" and tool == "job_log_events" and _held_traces(history):
+            return None
         return ToolCall(tool=tool, args=self.tool_args.get(tool, {}))
 
     def conclude(self, history: list[StepResult]) -> Conclusion:
@@ -77,6 +85,12 @@ class OfflinePlanner:
         obs, facts = observations(outputs)
         v = diagnose(obs)
         return failure_conclusion(v, obs, errors, inv, JobRefs.of(facts))
+
+
+def _held_traces(history: list[StepResult]) -> bool:
+    """Whether the bundle held profiler traces (read or not): they answer a slowdown."""
+    out = next((s.output for s in history if s.call.tool == "profiler_traces"), None)
+    return isinstance(out, TracesOutput) and bool(out.traces or out.problems)
 
 
 def _timeline(v: FailureVerdict) -> list[TimelineEntry]:
@@ -138,9 +152,9 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
     traces: TracesOutput | None = outputs.get("profiler_traces")  # type: ignore[assignment]
     inv: Inventory | None = outputs.get("bundle_inventory")  # type: ignore[assignment]
     v = traces.verdict if traces else None
-    logs: LogSeriesOutput | None = outputs.get("training_log_series")  # type: ignore[assignment]
-    if v is None and logs is not None and logs.verdict is not None:
-        return _log_conclusion(logs.verdict, inv, errors)
+    logs = outputs.get("job_log_events")
+    if v is None and isinstance(logs, EventsOutput) and (lv := _log_verdict(logs, inv)):
+        return _log_conclusion(lv, inv, errors)
     if v is None:
         why = ("no profiler trace in the bundle could be analysed" if traces is None or
                not traces.traces else "the traces were read but gave no verdict")
@@ -160,6 +174,15 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
                       advice=advice,
                       unknowns=traces.assumptions + v.unknowns + notes + errors,
                       breakdown=traces.breakdown)
+
+
+def _log_verdict(logs: EventsOutput, inv: Inventory | None) -> SlowdownVerdict | None:
+    """The verdict of the job logs' own series, None when they print none."""
+    series = series_of(logs.facts, logs.rank_hosts, len(inv.unread) if inv else 0)
+    if not series.points and not series.timers:
+        return None
+    root = Path(inv.root) if inv else Path()
+    return log_verdict(series, lambda path, n: line_excerpt(line_at(root / path, n)))
 
 
 def _log_conclusion(v: SlowdownVerdict, inv: Inventory | None, errors: list[str]

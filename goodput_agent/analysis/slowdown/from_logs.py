@@ -84,6 +84,23 @@ class LogSeries:
 LineText = Callable[[str, int], str]
 
 
+def series_of(facts: dict[str, dict], rank_hosts: dict[int, str],
+              unread_files: int = 0) -> LogSeries:
+    """The series the job-log parser's facts hold, per file (`iterations`: step, ms, rank,
+    line; `iteration_parts`: step, name, ms, rank, line; `timers`: Megatron's blocks)."""
+    s = LogSeries(rank_hosts=dict(rank_hosts), unread_files=unread_files)
+    for path, f in facts.items():
+        for step, ms, rank, *line in f.get("iterations") or []:
+            s.points.append(LogPoint(int(step), float(ms), rank, path,
+                                     int(line[0]) if line else 0))
+        for step, name, ms, rank, line in f.get("iteration_parts") or []:
+            s.parts.setdefault(name, []).append(LogPoint(int(step), float(ms), rank, path,
+                                                         int(line)))
+        s.timers += [TimerBlock(path, b["line"], b["times"], b.get("lines", {}))
+                     for b in f.get("timers") or []]
+    return s
+
+
 def timer_class(name: str) -> str | None:
     if name in INPUT_TIMERS:
         return "input_stall"
