@@ -179,3 +179,14 @@ def test_evidence_the_collector_could_not_collect_keeps_the_asked_kind(tmp_path)
     spec = inv(tmp_path, "why did it crash?", "openmetrics", content=VLLM, kind="failure")
     spec.missing = ["missing evidence: the job's scheduler record (slurm, timed out: sacct)"]
     assert choose_kind(spec).kind == "failure"
+
+
+def test_a_slowdown_question_over_a_log_with_its_own_iteration_times_is_a_slowdown(
+        tmp_path) -> None:
+    series = "".join(f" iteration {i:>6}/ 500 | elapsed time per iteration (ms): 900.0 |\n"
+                     for i in range(1, 4))
+    assert infer_kind(inv(tmp_path, "why is it slower?", "job_log", content=series)) == \
+        "slowdown"
+    choice = choose_kind(inv(tmp_path, "why is it slower?", "job_log",
+                             content="step 3 loss 2.1\n"))
+    assert choice.kind == "failure" and "iteration times" in (choice.note or "")

@@ -16,9 +16,10 @@ _TQDM = re.compile(r"(?P<step>\d+)/\d+ \[[\d:]+<[\d:?]+,\s+(?P<rate>[\d.]+)(?P<u
 _STEP = re.compile(r"\bstep[ :=#]+(?P<step>\d+)\b.*?\b(?:step[_ ]time|iter[_ ]time|time)"
                    r"[ :=]+(?P<t>[\d.]+) ?(?P<unit>ms|s)\b", re.I)
 MAX_POINTS = 20_000
-# the literals every line iteration_point reads holds one of (a prefilter for a scan)
+# the literals a line must hold to be read for its iteration time (the job-log scan decodes
+# only lines with a marker: scan.MARKERS includes these, so both read the same lines)
 MARKERS = (b"per iteration", b"s/it", b"it/s", b"step_time", b"step time", b"iter_time",
-           b"iter time", b"time:", b"time ", b"time=")
+           b"iter time", b"| time")
 
 
 _PART = re.compile(r"(?<![\w.])(?P<name>[A-Za-z][\w/-]*)[ :=]+(?P<v>[\d.]+) ?(?P<unit>ms|s)\b")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from goodput_agent.parsing.job_log.iterations import MARKERS as ITERATION_MARKERS
 from goodput_agent.parsing.job_log.prefixes import TS_PROBE
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
 from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
@@ -28,8 +29,7 @@ MARKERS: tuple[bytes, ...] = (
     b"Root Cause",  # a torchelastic summary cut from its ChildFailedError header
     b"CUDA_ERROR",  # the driver API's error names (TensorFlow, JAX)
     b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
-    b"per iteration", b"s/it", b"it/s",  # the log's own iteration times (iterations.py)
-    b"step_time", b"step time", b"iter_time", b"iter time", b"| time",
+    *ITERATION_MARKERS,  # the log's own iteration times (iterations.py)
     b"time across ranks (ms):",  # Megatron's timers (megatron_timers.py), lines below
     b"OOMKilled", b"OOM-killed", b"exit_code", b"WTERMSIG",  # a platform's exit diagnostics
     b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
