@@ -6,7 +6,9 @@ went, never why; every class here is at most `MAX_CONFIDENCE`, and says that a p
 would confirm it.
 
 - straggler: per-rank medians single out one rank (>= `STRAGGLER` x the others' median, with
-  at least four ranks printed), placed on its node by the NCCL rank->host map.
+  at least four ranks printed), by its iteration times or by a part of the step it prints
+  (not a wait: the others wait for it), that part's excess at least `MIN_EXCESS` of the step;
+  placed on its node by the NCCL rank->host map.
 - a timer whose time grew (>= `SLOWER` x its own, by at least `MIN_TIMER_GROWTH` of the
   iteration, and carrying at least half of the iteration's growth when the series shows one)
   while every timer of another class held (< a quarter of its growth; compute timers may grow
@@ -42,6 +44,7 @@ STEADY = 1.1  # a last quarter within this of the first: no change to explain
 STRAGGLER = 1.3
 MIN_POINTS = 8
 MIN_TIMER_GROWTH = 0.05
+MIN_EXCESS = 0.1  # a straggler's part must exceed its peers' by this share of the step
 HELD = 0.25
 MAX_CONFIDENCE = 0.6
 STRAGGLER_CONFIDENCE = 0.55
@@ -185,9 +188,12 @@ def straggler(s: LogSeries, rise: Rise | None, line_text: LineText) -> SlowdownV
     since = rise.start.step if rise and rise.ratio >= STEADY else None
     series = {"iteration": s.points, **{f"'{n}'": pts for n, pts in sorted(s.parts.items())
                                         if not WAITS.search(n)}}
+    step_ms = median(p.ms for p in s.points) if s.points else 0.0
     for what, pts in series.items():
         stretch = [p for p in pts if since is None or p.step >= since]
-        if (found := _single_out(stretch)) is not None:
+        found = _single_out(stretch)
+        # a part's excess must cost the step something (2 ms against 1.5 is noise)
+        if found is not None and found[1] - found[2] >= MIN_EXCESS * step_ms:
             return _straggler_verdict(s, what, stretch, *found, line_text)
     return None
 

@@ -51,6 +51,13 @@ def test_a_rank_whose_compute_part_grew_is_the_straggler_though_step_times_agree
     assert "fwd_bwd" in v.summary and v.confidence <= MAX_CONFIDENCE
 
 
+def test_a_rank_slower_by_a_part_too_small_to_cost_the_step_is_no_straggler() -> None:
+    pts = _series(lambda s, r: 1000.0, ranks=range(6))
+    data = _series(lambda s, r: 3.0 if r == 2 else 2.0, ranks=range(6))
+    v = log_verdict(LogSeries(points=pts, parts={"data_time": data}), _text)
+    assert v.category == "unknown"
+
+
 def test_a_uniform_slowdown_with_nothing_else_is_unknown_saying_what_was_measured() -> None:
     pts = _series(lambda s, r: 1000.0 if s < 30 else 2000.0, ranks=range(4))
     v = log_verdict(LogSeries(points=pts), _text)
