@@ -194,9 +194,7 @@ def _log_conclusion(v: SlowdownVerdict, inv: Inventory | None, errors: list[str]
     claims, alternatives = _verdict_claims(v, v.node, v.rank, v.gpu)
     return Conclusion(kind="slowdown", claims=claims, alternatives=alternatives,
                       retry=Retry(useful=r.retry_useful, why=r.why), proposals=proposals,
-                      advice=advice, unknowns=["answered from the training log's own iteration "
-                                               "times: the bundle has no profiler trace",
-                                               *v.unknowns, *errors])
+                      advice=advice, unknowns=[*v.unknowns, *errors])
 
 
 def _verdict_claims(v: SlowdownVerdict | LatencyVerdict, node: str | None = None,

@@ -306,7 +306,7 @@ def log_verdict(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
                 f"the training log's iteration time is steady ({rise.first_ms:.0f} ms at the "
                 f"start, {rise.last_ms:.0f} ms at the end): the log holds one regime, and the "
                 "run it is slower than is not in the bundle"),
-            unknowns=["no earlier run's log or trace to compare with"])
+            unknowns=["no profiler trace, and no earlier run's log or trace to compare with"])
     measured = rise.text() if rise.ratio >= SLOWER else (
         f"{rise.text()}, under the {SLOWER}x the series must show to be read as a slowdown")
     return SlowdownVerdict(
@@ -322,7 +322,8 @@ def _too_few(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
     if not s.points:
         why = "the training logs print no iteration time: no series to measure"
         return SlowdownVerdict(category="unknown", confidence=unknown_confidence(
-            SILENCE, s.unread_files), summary=f"{why}; {WHAT_WOULD_TELL}", unknowns=[why])
+            SILENCE, s.unread_files), summary=f"{why}; {WHAT_WOULD_TELL}",
+            unknowns=[why, "no profiler trace"])
     lo, hi = min(s.points, key=lambda p: p.ms), max(s.points, key=lambda p: p.ms)
     steady = lo.ms > 0 and hi.ms < STEADY * lo.ms
     why = (f"the training log prints {len(s.points)} iteration times ({lo.ms:.0f} to "
@@ -336,4 +337,4 @@ def _too_few(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
         confidence=unknown_confidence(NOTHING_TO_COMPARE if steady else SILENCE,
                                       s.unread_files),
         summary=why if steady else f"{why}; {WHAT_WOULD_TELL}",
-        unknowns=["no earlier run's log or trace to compare with"])
+        unknowns=["no profiler trace, and no earlier run's log or trace to compare with"])
