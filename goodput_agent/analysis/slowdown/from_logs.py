@@ -73,6 +73,7 @@ class TimerBlock:
     line: int
     times: dict[str, float] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)  # each timer's own line
+    mins: dict[str, float] = field(default_factory=dict)  # min across ranks (minmax option)
 
 
 @dataclass
@@ -99,7 +100,8 @@ def series_of(facts: dict[str, dict], rank_hosts: dict[int, str],
         for step, name, ms, rank, line in f.get("iteration_parts") or []:
             s.parts.setdefault(name, []).append(LogPoint(int(step), float(ms), rank, path,
                                                          int(line)))
-        s.timers += [TimerBlock(path, b["line"], b["times"], b.get("lines", {}))
+        s.timers += [TimerBlock(path, b["line"], b["times"], b.get("lines", {}),
+                                b.get("mins", {}))
                      for b in f.get("timers") or []]
     return s
 
@@ -234,6 +236,16 @@ def _timer_change(blocks: list[TimerBlock]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _only_the_max_grew(blocks: list[TimerBlock], name: str) -> bool:
+    """Whether a collective's min across ranks held while its max grew (with minmax)."""
+    mins = [b.mins[name] for b in blocks if name in b.mins]
+    maxes = [b.times[name] for b in blocks if name in b.mins]
+    if len(mins) < 4:
+        return False
+    (lo0, lo1), (hi0, hi1) = _quarters(mins), _quarters(maxes)
+    return hi1 > hi0 and lo1 - lo0 < HELD * (hi1 - hi0)
+
+
 def timer_verdict(s: LogSeries, rise: Rise | None, line_text: LineText
                   ) -> SlowdownVerdict | None:
     """The class named by the one timer that grew while the others held, else None."""
@@ -267,9 +279,13 @@ def timer_verdict(s: LogSeries, rise: Rise | None, line_text: LineText
                                       line_end=n),
                       excerpt=line_text(b.path, n) or f"{name}: {b.times[name]:.1f} ms")
                 for b in (first, slow)]
-    if cls is None or not held or not contained:
+    waited = cls == "communication" and _only_the_max_grew(s.timers, name)
+    if cls is None or not held or not contained or waited:
         why = ("a compute or optimizer timer: GPU kernels or host work, which the log cannot "
-               "tell apart" if cls is None else "other timers grew with it")
+               "tell apart" if cls is None else "other timers grew with it" if not waited else
+               "its max across ranks grew while its min held: the ranks that arrive first "
+               "wait in it for a late one (a straggler the timers do not name), not a slower "
+               "transfer")
         return SlowdownVerdict(
             category="unknown", confidence=unknown_confidence(SILENCE, s.unread_files),
             summary=f"{what}: {why}; {WHAT_WOULD_TELL}", evidence=evidence,

@@ -3,8 +3,10 @@ timers.py, `Timers.log`): a header `(min, max) time across ranks (ms):` (log opt
 the default) or `max time across ranks (ms):` (max), then one line per timer,
 `    forward-backward ....: (1490.12, 1512.40)` or `    optimizer ....: 35.21`, the times
 averaged over the interval's iterations. Read as facts `timers`: one block per print,
-{"line": the header's line, "times": {name: the max across ranks}, "lines": {name: its line}}
-(the slowest rank's time is what every rank waits for)."""
+{"line": the header's line, "times": {name: the max across ranks}, "lines": {name: its line},
+and with minmax "mins": {name: the min across ranks}} (the slowest rank's time is what every
+rank waits for; a collective's min beside its max tells a transfer that slowed on every rank
+from ranks waiting for a late one)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class TimerBlocks:
             if m := _TIMER.match(content):
                 self._open["times"][m["name"]] = float(m["max"] or m["only"])
                 self._open["lines"][m["name"]] = lineno
+                if m["min"] is not None:
+                    self._open.setdefault("mins", {})[m["name"]] = float(m["min"])
                 return
             self._open = None
         if "time across ranks" in content and _HEADER.search(content) \

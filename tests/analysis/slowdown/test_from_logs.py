@@ -108,6 +108,19 @@ def test_gradient_sync_that_grew_alone_is_communication() -> None:
     assert v.category == "communication" and v.confidence <= MAX_CONFIDENCE
 
 
+def test_a_sync_whose_min_held_while_its_max_grew_is_waiting_not_communication() -> None:
+    """The ranks that arrive first wait in the collective for a late one: its max grows, the
+    late rank's own time (the min) does not."""
+    blocks = _timers(lambda i: _megatron(i, "all-grads-sync", 400.0))
+    for b in blocks:
+        b.mins = {"all-grads-sync": 24.0}
+    v = log_verdict(LogSeries(timers=blocks), _text)
+    assert v.category == "unknown" and "late one" in v.summary
+    for b in blocks:
+        b.mins = {"all-grads-sync": b.times["all-grads-sync"] - 2.0}
+    assert log_verdict(LogSeries(timers=blocks), _text).category == "communication"
+
+
 def test_a_compute_timer_that_grew_names_no_class() -> None:
     v = log_verdict(LogSeries(timers=_timers(
         lambda i: _megatron(i, "backward-compute", 600.0))), _text)

@@ -28,6 +28,7 @@ def test_minmax_timer_blocks_are_read_with_each_timers_line(tmp_path: Path) -> N
     assert blocks[2]["times"] == {"forward-backward": 1538.89, "batch-generator": 4.5,
                                   "optimizer": 35.55}
     assert blocks[0]["line"] == 2 and blocks[0]["lines"]["batch-generator"] == 4
+    assert blocks[2]["mins"]["batch-generator"] == 4.0
 
 
 def test_max_only_blocks_and_a_block_ended_by_another_line(tmp_path: Path) -> None:
