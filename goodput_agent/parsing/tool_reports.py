@@ -21,6 +21,10 @@ torch profiler's `key_averages()` table, NCCL's RAS status report, `dcgmi diag`'
   where its main thread is (its pid and innermost frames, idle or active), as context: what
   the dumps of several ranks say together is the analysis' to read (analysis/failure/
   stack_dumps.py);
+- nccl-tests (`all_reduce_perf` and its siblings): the result rows (size, count, type, redop,
+  root, then time / algbw / busbw / #wrong out of place and in place): facts `nccl_tests`
+  (sizes measured, the largest, results its data check found wrong); a benchmark that ran
+  is no failure of a job;
 - DNS: `Name: host` / `Address: ip`, `ip.in-addr.arpa name = host.` (nslookup), `ip.in-addr.arpa
   domain name pointer host.` and `host has address ip` (`host`), `ip  name  aliases...` lines
   (`getent hosts`, /etc/hosts),
@@ -70,9 +74,20 @@ def _hosts_table(text: str) -> bool:
     return bool(lines) and all(_HOSTS_LINE.fullmatch(ln) for ln in lines)
 
 
+# nccl-tests (all_reduce_perf and its siblings): a result row is size, count, type, redop, root,
+# then time / algbw / busbw / #wrong out of place and in place
+_NCCL_TESTS_ROW = re.compile(
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?:float|half|bfloat16|double|int8|uint8|int32|"
+    r"uint32|int64|uint64|fp8_e4m3|fp8_e5m2)\s+(?:sum|prod|max|min|avg|none)\s+-?\d+"
+    r"(?:\s+(?:[\d.]+|N/A)){3}\s+(?P<wrong>\d+|N/A)(?:\s+(?:[\d.]+|N/A)){3}\s+(?P<wrong2>\d+|N/A)"
+    r"\s*$", re.M)
+
+
 def _kind(text: str) -> str | None:
     if _BENCH.search(text):
         return "bench"
+    if len(_NCCL_TESTS_ROW.findall(text[:64 * 1024])) >= 3:
+        return "nccl_tests"
     if _PROFILE_HEADER.search(text):
         return "profile"
     if _RAS.search(text):
@@ -84,6 +99,15 @@ def _kind(text: str) -> str | None:
     if len(text) < 64 * 1024 and (_DNS.search(text) or _hosts_table(text)):
         return "dns"
     return None
+
+
+def _nccl_tests_facts(text: str) -> dict[str, int]:
+    """A collective benchmark's run: how many sizes it measured and how many results it found
+    wrong (its data check); a benchmark that ran is no failure of a job."""
+    rows = list(_NCCL_TESTS_ROW.finditer(text))
+    wrong = sum(int(w) for m in rows for w in (m["wrong"], m["wrong2"]) if w.isdigit())
+    return {"sizes": len(rows), "max_bytes": max(int(m["size"]) for m in rows),
+            "wrong": wrong}
 
 
 def _dns_pairs(text: str) -> list[tuple[str, str]]:
@@ -123,6 +147,8 @@ class ToolReportParser:
             res.facts["benchmark"] = {m["key"].strip(): m["val"] for _, m in rows}
             res.facts["benchmark_lines"] = {m["key"].strip(): n for n, m in rows}
             res.facts["benchmark_results"] = len(_BENCH.findall(text))
+        elif kind == "nccl_tests":
+            res.facts["nccl_tests"] = _nccl_tests_facts(text)
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))
             res.events.extend(_ras_dead_nodes(text, lines, ctx))
@@ -235,5 +261,5 @@ def _pyspy_processes(text: str, ctx: ParseContext) -> list[Event]:
 
 
 PARSER = ToolReportParser("tool_report", frozenset({"profile", "ras", "dcgmi", "pyspy",
-                                                         "dns"}))
+                                                         "dns", "nccl_tests"}))
 BENCH_PARSER = ToolReportParser("bench_summary", frozenset({"bench"}))

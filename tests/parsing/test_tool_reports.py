@@ -192,3 +192,23 @@ def test_each_dumped_process_gives_its_pid_and_main_threads_frames_idle_or_activ
     assert all(e.role == "context" and e.rank is None for e in dumps)
     # an idle thread in a synchronize is no collective of its own: nothing decided here
     assert not [e for e in res.events if e.detail.get("stuck_in_collective")]
+
+
+NCCL_TESTS_ROWS = """\
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+       32768          8192     float     sum      -1    18.66    1.76    3.07       0    17.95    1.83    3.20       0
+       65536         16384     float     sum      -1    18.95    3.46    6.05       0    18.25    3.59    6.28       {w}
+     1048576        262144     float     sum      -1    27.76   37.78   66.11       0    27.49   38.15   66.76       0
+# Avg bus bandwidth    : 25.3
+"""  # noqa: E501
+
+
+def test_nccl_tests_result_rows_are_a_benchmark_not_a_failure(tmp_path: Path) -> None:
+    fmt, res = _read(tmp_path, NCCL_TESTS_ROWS.format(w=0))
+    assert (fmt, res.facts["report"], res.events) == ("tool_report", "nccl_tests", [])
+    assert res.facts["nccl_tests"] == {"sizes": 3, "max_bytes": 1048576, "wrong": 0}
+    _, bad = _read(tmp_path, NCCL_TESTS_ROWS.format(w=4))
+    assert bad.facts["nccl_tests"]["wrong"] == 4
+    # only the header rows (no results) is no benchmark output
+    assert scan_format(tmp_path, NCCL_TESTS_ROWS.split("       32768")[0]) != "tool_report"

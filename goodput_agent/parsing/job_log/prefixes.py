@@ -10,6 +10,8 @@ from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
 
 _PREFIX_SRC = (
+    r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
+    r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
     r"(?:\[\d+\][ \t]+(?=\[))?"  # "[80746] [rank0]:" line counters pasted by viewers
     r"(?:\d{2}:\d{2}:\d{2}(?:\.\d+)?[ \t]+(?=\[))?"  # "18:11:06.680 [rank4]:" viewer clock
     r"(?:[ \t]*(?P<label>\d{1,6}): )?"  # srun --label

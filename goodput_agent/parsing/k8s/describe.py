@@ -19,7 +19,7 @@ from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.k8s.relayed import event_verdict, relayed_verdict
-from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination
+from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination, eviction_verdict
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"
@@ -67,6 +67,7 @@ class _Reader:
         self.object = self.namespace = self.node = None
         self.is_node = False
         self.pending_line: int | None = None  # a pod's "Status: Pending"
+        self.status_reason = ""  # a pod's top-level "Reason:" (Evicted), read with its Message
         self.gpus: dict[str, tuple[int, int]] = {}  # capacity/allocatable GPUs, their line
 
     def add(self, verdict: Verdict, summary: str, first: int, last: int, *,
@@ -136,13 +137,23 @@ class _Reader:
             self.is_node, self.node = True, self.object
         elif key == "Status" and val == "Pending":
             self.pending_line = n
-        elif key == "Message" and (verdict := relayed_verdict(val)):  # the pod's status message
+        elif key == "Reason":
+            self.status_reason = val
+        elif key == "Message" and (verdict := self._status_verdict(val)):  # the pod's status
             self.add(verdict, f"{self._what()}: {val}", n, n,
                      detail={"pod": None if self.is_node else self.object, "message": val})
         sections = {"Containers": "containers", "Init Containers": "containers",
                     "Conditions": "conditions", "Events": "events", "Capacity": "capacity",
                     "Allocatable": "allocatable"}
         return sections.get(key, ""), None
+
+    def _status_verdict(self, message: str) -> Verdict | None:
+        """A pod's status message: the kubelet's eviction (`Reason: Evicted` above it, "The
+        node was low on resource: memory"), or a fault relayed from the runtime."""
+        if self.status_reason == "Evicted":
+            verdict = eviction_verdict(message)
+            return verdict if verdict.category else None
+        return relayed_verdict(message)
 
     def _table_row(self, section: str, line: str, n: int) -> bool:
         cells = _TABLE_SPLIT.split(line.strip())

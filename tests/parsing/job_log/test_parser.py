@@ -934,3 +934,18 @@ def test_lead_fix_one_process_log_takes_its_communicator_rank(tmp_path) -> None:
     r = PARSER.parse(p, ParseContext(rel_path=p.name))
     seg = [e for e in r.events if e.kind.value == "segfault"]
     assert seg and (seg[0].rank, seg[0].node) == (13, "hpc-gpu05")
+
+
+@pytest.mark.parametrize(("wrap", "lines", "category"), [
+    ("> {}", ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+              "KeyError: 'labels'"], "application_error"),
+    ("trainer-1  | {}", ["./entrypoint.sh: line 28:     7 Killed                  "
+                         "/app/bin/server $ARGS"], "host_oom"),
+])
+def test_a_quoted_or_compose_prefixed_paste_reads_as_the_lines(
+        tmp_path: Path, wrap: str, lines: list[str], category: str) -> None:
+    # a markdown quote in an issue, docker compose's service column: the lines inside decide
+    bare = parse(tmp_path, "".join(f"{ln}\n" for ln in lines), name="bare.log")
+    wrapped = parse(tmp_path, "".join(wrap.format(ln) + "\n" for ln in lines))
+    assert [e.category for e in bare.events if e.role == Role.primary] == [category]
+    assert [e.category for e in wrapped.events if e.role == Role.primary] == [category]

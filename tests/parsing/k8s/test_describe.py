@@ -135,3 +135,28 @@ def test_a_pods_status_message_relayed_from_the_device_plugin_is_read(tmp_path: 
     [lost] = res.events
     assert (lost.category, lost.node, lost.locator.line_start) == ("gpu_hardware", "gpu-b-02", 6)
     assert lost.detail["user_space"]
+
+
+EVICTED_POD = """\
+Name:           trainer-0
+Namespace:      research
+Node:           gpu-node-11/10.0.4.11
+Status:         Failed
+Reason:         {reason}
+Message:        The node was low on resource: {resource}. Container trainer was using 1275700Ki, which exceeds its request of 0.
+IP:
+Controlled By:  Job/trainer
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize(("reason", "resource", "category"), [
+    ("Evicted", "memory", "host_oom"),
+    ("Evicted", "ephemeral-storage", None),  # no memory fault
+])
+def test_a_pods_eviction_status_message_is_the_kubelets_eviction(
+        tmp_path, reason: str, resource: str, category: str | None) -> None:
+    res = parse(tmp_path, EVICTED_POD.format(reason=reason, resource=resource))
+    judged = [e for e in res.events if e.role == Role.primary]
+    assert [e.category for e in judged] == ([category] if category else [])
+    if category:
+        assert judged[0].node == "gpu-node-11" and judged[0].locator.line_start == 6
