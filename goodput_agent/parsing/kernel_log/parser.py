@@ -113,10 +113,10 @@ class KernelLogParser:
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         b = KernelEvents(ctx)
         try:
-            self._read_head(path, b, ctx.clock)
+            head = self._read_head(path, b, ctx.clock)
             b.reset_year()
             count = LineCount()
-            for lineno, line in _marked_lines(path, count):
+            for lineno, line in _marked_lines(path, head, count):
                 p = split_prefix(line, ctx.clock)
                 wall = b.observe(lineno, p)
                 b.facts_from(p.msg)
@@ -139,8 +139,9 @@ class KernelLogParser:
         return ParseResult(format=FORMAT, events=events, facts=facts, lines_read=lines_read)
 
     @staticmethod
-    def _read_head(path: Path, b: KernelEvents, policy: ClockPolicy) -> None:
-        """Formats, hosts and boot anchors from the first 64 KiB (event lines add their own)."""
+    def _read_head(path: Path, b: KernelEvents, policy: ClockPolicy) -> str:
+        """Formats, hosts and boot anchors from the first 64 KiB (event lines add their own);
+        returns that head's text."""
         raw = read_head(path)
         text = strip_ansi(raw).decode("utf-8", errors="replace")
         lines = text.split("\n")
@@ -149,12 +150,12 @@ class KernelLogParser:
         for i, line in enumerate(lines[:2000], start=1):
             if line.strip():
                 b.observe(i, split_prefix(line[:MESSAGE_CHARS], policy))
+        return text
 
 
-def _marked_lines(path: Path, count: LineCount) -> Iterator[tuple[int, str]]:
+def _marked_lines(path: Path, head: str, count: LineCount) -> Iterator[tuple[int, str]]:
     """The lines holding a marker; in a copy cut at a terminal's width (pasted from a
     terminal), each line rejoined first, so that words split across rows still match."""
-    head = strip_ansi(read_head(path)).decode("utf-8", errors="replace")
     width = hard_wrap_width(head)
     if width is None:
         yield from scan_lines(path, MARKERS, count)
