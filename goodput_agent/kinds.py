@@ -23,7 +23,7 @@ KINDS = ("failure", "slowdown", "latency")
 # when several kinds can be answered and the words do not single one out: every job has logs,
 # traces and serving metrics are collected for a performance question
 EVIDENCE_ORDER = KINDS
-_ASKED_AS = {"failure": "a failure", "slowdown": "a training slowdown",
+ASKED_AS = {"failure": "a failure", "slowdown": "a training slowdown",
              "latency": "an inference latency rise"}
 _EVIDENCE = {"failure": "no scheduler record, job log or kernel log",
              "slowdown": "no profiler (Kineto) trace and no training log with its own "
@@ -141,8 +141,8 @@ def choose_kind(inv: Inventory) -> KindChoice:
         return KindChoice(kind=by_evidence)
     wanted = asked[0]
     return KindChoice(kind=by_evidence, note=(
-        f"the question reads as {_ASKED_AS[wanted]}, but the bundle has {_EVIDENCE[wanted]}: "
-        f"answered as {_ASKED_AS[by_evidence]}, from what the bundle holds"))
+        f"the question reads as {ASKED_AS[wanted]}, but the bundle has {_EVIDENCE[wanted]}: "
+        f"answered as {ASKED_AS[by_evidence]}, from what the bundle holds"))
 
 
 def infer_kind(inv: Inventory) -> str:

@@ -13,10 +13,16 @@ never on silence alone:
 - READ_NEGATIVE: the sources that would show each class were read and each rules its class
   out with a measured number (the serving engine's own counters over its samples; every
   latency class's deciding metric beside a measured rise that none of them explains);
-- SILENCE: nothing was found in a bundle read whole. A healthy job and a failure written in a
-  form the parsers do not know look the same from here, so this is a guess's confidence;
+- NOTHING_READS_AS_FAILURE: nothing started a failure in a bundle read whole, and no line of
+  it reads as one that its parser did not understand (parsing/failure_words.py: a failure in a
+  form the parsers do not know still prints a failure's words: killed, error, out of memory,
+  evicted). What the claim rests on is every line read, each with or without such words;
+- SILENCE: nothing was found, and whether every line was read is not known (a file no
+  failure tool reads, a tool not called): a healthy job and a failure written in a form the
+  parsers do not know look the same from here, so this is a guess's confidence;
 - UNEXPLAINED: something did fail or stall (the scheduler's failure state, the peers'
-  symptoms) and what started it is not in what was read: it is likely in what was not;
+  symptoms, lines that read as a failure that no parser understood) and what started it is not
+  in what was read: it is likely in what was not;
 - UNREAD: a file of the bundle could not be read, and the answer may be in it.
 Never 0: that would promise that the bundle holds an answer the product missed.
 `evals/calibration.py` scores an `unknown` verdict as right when the answer key says the
@@ -28,6 +34,7 @@ from __future__ import annotations
 NOTHING_TO_EXPLAIN = 0.8
 NOTHING_TO_COMPARE = 0.8
 READ_NEGATIVE = 0.6
+NOTHING_READS_AS_FAILURE = 0.75  # measured: see analysis/failure/quiet_bundle.py
 SILENCE = 0.3
 UNEXPLAINED = 0.15
 UNREAD = 0.1

@@ -10,6 +10,8 @@ from functools import cache
 from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, Parser, ParseResult
+from goodput_agent.parsing.failure_words import FACT as FAILURE_WORDS
+from goodput_agent.parsing.failure_words import FREE_TEXT_FORMATS, unexplained_failure_lines
 
 # Format groups that tools and the planner select by (one list, next to the parsers).
 SLURM_FORMATS = frozenset({"sacct_pipe", "sacct_table", "sacct_json", "slurm_nodes_json",
@@ -134,17 +136,32 @@ _DECISIVE_KINDS = frozenset({"gpu_device_unhealthy", "host_oom_kill", "cgroup_oo
                              "cuda_error", "xid", "signal", "segfault"})
 
 
+def with_failure_words(fmt: str, path: Path, result: ParseResult) -> ParseResult:
+    """A free-text file's result with the count of its lines that read as a failure and that
+    none of its events came from (parsing/failure_words.py)."""
+    if fmt not in FREE_TEXT_FORMATS:
+        return result
+    explained = _event_lines(result)
+    result.facts[FAILURE_WORDS] = unexplained_failure_lines(path, explained)
+    return result
+
+
+def _event_lines(result: ParseResult) -> set[int]:
+    return {n for e in result.events
+            for n in range(e.locator.line_start or 0, (e.locator.line_end or 0) + 1)}
+
+
 def parse_file(parser: Parser, path: Path, ctx: ParseContext) -> ParseResult:
     """The parser's result; for LINE_SCANNED formats with the decisive lines it did not read
     (a nvidia-smi or NVML line pasted beside a kubectl table, a kernel line in a describe)."""
     result = parser.parse(path, ctx)
-    if parser.format not in LINE_SCANNED:
-        return result
-    from goodput_agent.parsing import job_log
+    if parser.format in LINE_SCANNED:
+        from goodput_agent.parsing import job_log
 
-    covered = {n for e in result.events
-               for n in range(e.locator.line_start or 0, (e.locator.line_end or 0) + 1)}
-    extra = [e for e in job_log.PARSER.parse(path, ctx).events
-             if e.role.value == "primary" and e.kind.value in _DECISIVE_KINDS
-             and e.locator.line_start not in covered]
-    return result.model_copy(update={"events": result.events + extra}) if extra else result
+        covered = _event_lines(result)
+        extra = [e for e in job_log.PARSER.parse(path, ctx).events
+                 if e.role.value == "primary" and e.kind.value in _DECISIVE_KINDS
+                 and e.locator.line_start not in covered]
+        if extra:
+            result = result.model_copy(update={"events": result.events + extra})
+    return with_failure_words(parser.format, path, result)

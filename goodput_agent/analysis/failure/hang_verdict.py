@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, SILENCE, UNEXPLAINED
+from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, UNEXPLAINED
 from goodput_agent.core.events import Event, EventKind, Role
 
 from .hang import HangFinding, silent_ranks_own_errors, span
 from .model import BASE_CONFIDENCE, SYMPTOM_KINDS, Alternative, FailureVerdict
 from .notes import fmt_time
 from .observations import NodeNames, Observations
+from .quiet_bundle import NOT_ENOUGH, quiet_bundle
 
 
 def symptom_alternative(events: list[Event], verdict_at: datetime | None,
@@ -54,19 +55,17 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                 category="unknown", confidence=NOTHING_TO_EXPLAIN, evidence=waiting[:3],
                 summary=f"Nothing failed: the job never started ({waiting[0].summary})")
         # the confidence that the bundle holds no answer (analysis/abstention.py): something
-        # failed and its start was not read, or nothing was found at all
-        conf = UNEXPLAINED if failed or symptoms else SILENCE
-        if failed:
-            why = "the scheduler reports a failure but no log explains it"
-        elif symptoms:
-            why = (f"the bundle holds only symptoms ({len(symptoms)}, the first: "
-                   f"{symptoms[0].summary} at {symptoms[0].locator}); what started the "
-                   "failure is not in it")
-        else:
-            why = "no failure evidence in the bundle"
-        return FailureVerdict(category="unknown", confidence=conf,
-                              evidence=(failed or symptoms)[:3],
-                              summary=f"Not enough evidence for a verdict: {why}")
+        # failed and its start was not read, or nothing was found (quiet_bundle.py)
+        if not failed and not symptoms:
+            conf, summary, notes = quiet_bundle(obs)
+            unknowns.extend(notes)
+            return FailureVerdict(category="unknown", confidence=conf, summary=summary)
+        why = "the scheduler reports a failure but no log explains it" if failed else (
+            f"the bundle holds only symptoms ({len(symptoms)}, the first: "
+            f"{symptoms[0].summary} at {symptoms[0].locator}); what started the failure is "
+            "not in it")
+        return FailureVerdict(category="unknown", confidence=UNEXPLAINED,
+                              evidence=(failed or symptoms)[:3], summary=f"{NOT_ENOUGH}: {why}")
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
     if own := silent_ranks_own_errors(hang, events, obs.rank_hosts):
         return _own_error_verdict(own, hang, node)

@@ -1,0 +1,68 @@
+"""Which lines of a free-text file read as a failure that its parser did not understand.
+
+An `unknown` verdict claims that a careful reader of every file would name no cause either
+(analysis/abstention.py). A failure the parsers do not know still prints a failure's words
+(killed, error, out of memory, evicted, ...): a file with such lines that no event came from
+may hold the answer; a file without any holds none that a reader could name. Lines that say
+of themselves that they are harmless (an informational level, a Python warning's category, an
+error the hardware corrected) are not counted, though a WARN level is (NCCL warns of its
+failures); a strong word (killed, out of memory, traceback, ...) counts at any level.
+Structured formats are read field by field by their parsers and are not scanned here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+from goodput_agent.parsing.lines import scan_lines
+
+# the free-text formats whose lines a failure in an unknown form could sit among
+FREE_TEXT_FORMATS = frozenset({"job_log", "kernel_log", "tool_report", "k8s_table",
+                               "k8s_describe"})
+FACT = "failure_words"  # the key of a file's facts: {"unexplained": n, "lines": [...]}
+LINES_KEPT = 5  # line numbers kept per file to name in the report; the count is whole
+
+# a failure whatever the line's level says
+_STRONG = (r"killed|\boom|out of memory|traceback|exception|fatal|segmentation fault"
+           r"|core dumped|panic|evict|\bxid\b|abort|timed out|timing out|exceeded|terminated"
+           r"|cancelled|notready|\blost\b|bus error")
+# a failure unless the line says it is informational, a warning or corrected
+_WEAK = (r"error|fail|unable|cannot|can't|could not|refused|unreachable|denied|invalid"
+         r"|illegal|no route|not found|timeout(?!\s*(?:\(ms\))?\s*[=:(])")
+STRONG = re.compile(_STRONG, re.IGNORECASE)
+ANY = re.compile(f"{_STRONG}|{_WEAK}", re.IGNORECASE)
+HARMLESS = re.compile(
+    r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|\[[IDN]\]|^\s*[ID]\d{4} "  # a log level that says so
+    r"|\b[A-Z]\w*Warning\b"  # a Python warning category (FutureWarning, UserWarning)
+    r"|(?<![Uu]n)[Cc]orrected\b|\bEDAC\b.*\bCE\b")  # the hardware corrected it
+# the literals the prefilter finds candidate lines by (case-sensitive: each spelling)
+_MARKER_WORDS = ("kill", "oom", "out of memory", "traceback", "exception", "fatal",
+                 "segmentation", "core dumped", "panic", "evict", "xid", "abort", "timed out",
+                 "timing out", "exceeded", "terminated", "cancelled", "notready", "lost",
+                 "bus error", "error", "fail", "unable", "cannot", "can't", "could not",
+                 "refused", "unreachable", "denied", "invalid", "illegal", "no route",
+                 "not found", "timeout", "NotReady")
+MARKERS = tuple(dict.fromkeys(
+    v.encode() for w in _MARKER_WORDS for v in (w, w.capitalize(), w.upper(), w.title())))
+
+
+def reads_as_failure(line: str) -> bool:
+    """Whether a line's own words read as a failure, its level and wording considered."""
+    if not ANY.search(line):
+        return False
+    return bool(STRONG.search(line)) or not HARMLESS.search(line)
+
+
+def unexplained_failure_lines(path: Path, explained: Collection[int]) -> dict[str, object]:
+    """The count of `path`'s lines that read as a failure and are not among `explained` (the
+    lines its parser's events came from), and the first few of their numbers."""
+    count, kept = 0, []
+    for n, line in scan_lines(path, MARKERS):
+        if n in explained or not reads_as_failure(line):
+            continue
+        count += 1
+        if len(kept) < LINES_KEPT:
+            kept.append(n)
+    return {"unexplained": count, "lines": kept}
