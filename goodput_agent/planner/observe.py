@@ -5,7 +5,9 @@ build it here, so a model planner sees the same analysis the offline planner con
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 
 from goodput_agent.analysis.failure.observations import Activity, Observations
 from goodput_agent.bundle import Inventory
@@ -22,6 +24,23 @@ def scheduler_kind(inv: Inventory | None) -> str | None:
     formats = {f.format for f in inv.files} if inv else set()
     return ("slurm" if formats & SLURM_FORMATS
             else "kubernetes" if formats & KUBERNETES_FORMATS else None)
+
+
+def files_named_after_nodes(inv: Inventory, nodes: set[str]) -> dict[str, str]:
+    """The node of each file no folder places (nodes/NODE/...) whose name holds one of the
+    job's node names as a whole word (dmesg-a100-38.txt, kern.gpu-3.log, a100-38_syslog):
+    where its lines name no host, the file is that node's. Of names inside one another
+    (a100-3, a100-38), the longest that is whole wins."""
+    out: dict[str, str] = {}
+    for f in inv.files:
+        if f.node_hint:
+            continue
+        name = PurePosixPath(f.rel_path).name
+        hits = [n for n in nodes if n and n in name and re.search(
+            rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", name)]
+        if hits:
+            out[f.rel_path] = max(hits, key=len)
+    return out
 
 
 def _name_pods_nodes(events: list[Event], facts: SchedulerFacts) -> None:
@@ -98,6 +117,11 @@ def observations(outputs: Mapping[str, object]) -> tuple[Observations, Scheduler
     obs.host_aliases = facts.host_aliases(set(obs.job_nodes) if obs.scheduler_kind == "slurm"
                                           else set())
     obs.job_pods = {p.name for p in facts.pods if p.name}
+    named = files_named_after_nodes(inv, {*obs.job_nodes, *obs.rank_hosts.values()})
+    for e in obs.events:
+        if e.node is None and e.locator.path in named:
+            e.node = named[e.locator.path]
+    obs.kernel_log_nodes |= {n for path, n in named.items() if path in kernel_logs}
     _name_pods_nodes(obs.events, facts)
     _name_fragment_pod(obs.events, facts, {f.rel_path for f in inv.files
                                            if f.format in KUBERNETES_FORMATS})

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from goodput_agent.analysis.abstention import NOTHING_READS_AS_FAILURE, SILENCE, UNEXPLAINED
+from goodput_agent.core.events import EventKind
 from goodput_agent.parsing.failure_words import FACT
 
 from .observations import BUNDLE_FACTS, Observations
@@ -44,6 +45,9 @@ def quiet_bundle(obs: Observations) -> Quiet:
         if asked:  # what answers that question may be in lines read only for a failure's words
             why += f" (the question asks about {' or '.join(asked)}, not a failure)"
         return Quiet(SILENCE, f"{NOT_ENOUGH}: {why}", [])
+    if unquiet := _ended_or_stuck(obs):
+        return Quiet(SILENCE, f"{NOT_ENOUGH}: no failure evidence in the bundle, though "
+                              f"{unquiet}", [])
     loud = {path: f for path, f in scanned.items() if f.get("unexplained")}
     if not loud:
         return Quiet(NOTHING_READS_AS_FAILURE, (
@@ -69,3 +73,22 @@ def _asked_another_question(obs: Observations) -> list[str]:
     spec = obs.incident
     asked = ([spec.kind] if spec.kind in KINDS else []) or asked_kinds(spec.question)
     return [] if not asked or "failure" in asked else [ASKED_AS[k] for k in asked]
+
+
+def _ended_or_stuck(obs: Observations) -> str | None:
+    """What says the job did not just run: an end other than success that the scheduler or a
+    launcher recorded (a user's cancel, a signal), or stack dumps taken of its processes (a
+    person takes them when it looks stuck). Then something is left unexplained."""
+    for e in obs.events:
+        if e.kind in _END_KINDS:
+            state = str(e.detail.get("state") or "?").split()[0].upper()
+            if state not in _HEALTHY_STATES:
+                return f"{e.summary} ({e.locator})"
+    dumps = sorted(p for p, f in obs.facts.items() if f.get("report") == "pyspy")
+    return f"stack dumps of its processes were taken ({', '.join(dumps[:3])})" if dumps \
+        else None
+
+
+_END_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.exit_status)
+_HEALTHY_STATES = frozenset({"RUNNING", "PENDING", "CONFIGURING", "COMPLETING", "COMPLETED",
+                             "SUCCEEDED"})

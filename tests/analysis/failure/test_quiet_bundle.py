@@ -18,6 +18,7 @@ from goodput_agent.analysis.abstention import (
 )
 from goodput_agent.analysis.failure.analyze import diagnose
 from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Observations
+from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
@@ -62,6 +63,28 @@ def test_when_every_line_was_not_read_for_this_question_it_stays_at_most_silence
         obs: Observations) -> None:
     v = diagnose(obs)
     assert v.category == "unknown" and 0 < v.confidence <= SILENCE
+
+
+def _state(state: str) -> Event:
+    return Event(kind=EventKind.job_state, role=Role.context, summary=f"job 7 {state}",
+                 excerpt=state, locator=Locator(path="sacct.txt", line_start=2, line_end=2),
+                 detail={"state": state})
+
+
+@pytest.mark.parametrize(("state", "quiet"), [
+    ("RUNNING", True), ("PENDING", True), ("CANCELLED by 1201", False), ("TIMEOUT", False)])
+def test_an_end_other_than_success_is_left_unexplained_not_called_quiet(
+        state: str, quiet: bool) -> None:
+    obs = observed({"a.log": 0})
+    obs.events.append(_state(state))
+    v = diagnose(obs)
+    assert v.category == "unknown" and (v.confidence == NOTHING_READS_AS_FAILURE) == quiet, v
+
+
+def test_stack_dumps_taken_of_its_processes_are_not_a_quiet_run() -> None:
+    obs = observed({"a.log": 0, "dumps/n1_41.txt": 0})
+    obs.facts["dumps/n1_41.txt"]["report"] = "pyspy"
+    assert diagnose(obs).confidence <= SILENCE
 
 
 # a healthy run's output: warnings, informational lines, progress, a corrected error
