@@ -27,7 +27,7 @@ LINES_KEPT = 5  # line numbers kept per file to name in the report; the count is
 # a failure whatever the line's level says
 _STRONG = (r"killed|\boom|out of memory|traceback|exception|fatal|segmentation fault"
            r"|core dumped|panic|evict|\bxid\b|abort|timed out|timing out|exceeded|terminated"
-           r"|cancelled|notready|\blost\b|bus error")
+           r"|cancelled|notready|\blost\b|(?<!PCIe )bus error")
 # a failure unless the line says it is informational, a warning or corrected
 _WEAK = (r"error|fail|unable|cannot|can't|could not|refused|unreachable|denied|invalid"
          r"|illegal|no route|not found|timeout(?!\s*(?:\(ms\))?\s*[=:(])")
@@ -55,12 +55,21 @@ def reads_as_failure(line: str) -> bool:
     return bool(STRONG.search(line)) or not HARMLESS.search(line)
 
 
+# a record's detail line, indented under its source's prefix ("0000:2d:00.0:   device [...]
+# error status/mask=...", "pcieport 0000:00:1c.5:    [ 0] Receiver Error"): the record's
+# first line says what the record is
+_DETAIL = re.compile(r"\S:\s{2,}\S")
+
+
 def unexplained_failure_lines(path: Path, explained: Collection[int]) -> dict[str, object]:
     """The count of `path`'s lines that read as a failure and are not among `explained` (the
-    lines its parser's events came from), and the first few of their numbers."""
-    count, kept = 0, []
+    lines its parser's events came from), and the first few of their numbers. A detail line
+    right after a line that was explained or is harmless belongs to that line's record."""
+    count, kept, settled = 0, [], -1  # settled: the last explained or harmless line
     for n, line in scan_lines(path, MARKERS):
-        if n in explained or not reads_as_failure(line):
+        if n in explained or not reads_as_failure(line) or (
+                n == settled + 1 and _DETAIL.search(line)):
+            settled = n
             continue
         count += 1
         if len(kept) < LINES_KEPT:

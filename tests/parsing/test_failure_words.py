@@ -110,3 +110,23 @@ def test_the_count_is_whole_and_the_lines_named_are_few(tmp_path: Path) -> None:
     found = unexplained_failure_lines(f, explained=())
     assert found["unexplained"] == 40
     assert found["lines"] == [2 * i + 2 for i in range(LINES_KEPT)]
+
+
+AER_CORRECTED = """\
+[   62.396809] pcieport 0000:00:1c.0: AER: Corrected error received: 0000:2d:00.0
+[   62.396839] ath9k 0000:2d:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer
+[   62.396846] ath9k 0000:2d:00.0:   device [168c:0034] error status/mask=00000001/00002000
+[   62.396850] ath9k 0000:2d:00.0:    [ 0] Receiver Error
+"""
+
+
+def test_a_records_detail_lines_belong_to_its_first_line(tmp_path: Path) -> None:
+    """A corrected error's detail lines are as harmless as the record; the same detail lines
+    under an uncorrected one count, and so does a failure line that is not indented detail."""
+    f = tmp_path / "dmesg.txt"
+    f.write_text(AER_CORRECTED)
+    assert unexplained_failure_lines(f, explained=())["unexplained"] == 0
+    f.write_text(AER_CORRECTED.replace("Corrected", "Uncorrected (Non-Fatal)"))
+    assert unexplained_failure_lines(f, explained=())["unexplained"] == 4
+    f.write_text(AER_CORRECTED + "[   63.0] ath9k 0000:2d:00.0: firmware load failed\n")
+    assert unexplained_failure_lines(f, explained=())["lines"] == [5]
