@@ -49,7 +49,8 @@ _SHM = re.compile(r"insufficient shared memory|out of shared memory|"
 # a shell or IDE reporting the SIGKILL: "Killed", "bash: line 27: 318 Killed  sh start.sh",
 # "...it/s]Killed", "**Killed**", zh "已杀死", "exit code 137 (interrupted by signal 9: SIGKILL)"
 _SHELL_KILLED = re.compile(r"(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$|"
-                           r"^(?:\S+: )?(?:line \d+: +)?\d+ Killed\s+\S")
+                           r"^(?:.{0,40}?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+)?"  # its time, if any
+                           r"(?:\S+: )?(?:line \d+: +)?\d+ Killed\s+\S")
 _EXIT_137 = re.compile(r"exit(?:ed with)? (?:code|status) 137\b|"
                        r"interrupted by signal 9: ?SIGKILL|return code = -9\b")
 

@@ -37,7 +37,9 @@ _COMM_INIT = re.compile(r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) n[R
                         r"(?: cudaDev (?P<cuda>\d+))?(?: nvmlDev \d+)?"
                         r"(?: busId (?P<bus>[0-9a-fA-F]+))?")
 _IB_COMPLETION = re.compile(
-    r"NET/IB\w*(?:/\w+)?\s*:\s*Got completion from peer\s*(?P<peer>[^\s<]*)(?:<(?P<port>\d+)>)?"
+    # NCCL before 2.12 names no peer ("Got completion with error 12, opcode 0, ...")
+    r"NET/IB\w*(?:/\w+)?\s*:\s*Got completion"
+    r"(?: from peer\s*(?P<peer>[^\s<]*)(?:<(?P<port>\d+)>)?)?"
     r"\s+with\s+(?:status=|error\s*)(?:(?P<sname>IBV_WC_\w+)\()?(?P<status>\d+)\)?,?"
     r"\s*opcode[= ](?:\w+\()?(?P<opcode>\d+)\)?,?(?:\s*len[= ](?P<len>\d+),?)?"
     r"\s*vendor[ _]err[ =](?P<vendor>\d+)(?:\s*\((?P<dir>\w+)\))?(?:.*?\bhca (?P<hca>\S+))?")

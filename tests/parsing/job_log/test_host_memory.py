@@ -112,3 +112,21 @@ def test_nccls_segment_error_alone_names_no_class(tmp_path: Path) -> None:
             "h:1:2 [1] misc/shmutils.cc:114 NCCL WARN Error while creating shared memory "
             "segment /dev/shm/nccl-NzwJ7O (size 9637888)\n")
     assert not [e for e in _events(tmp_path, text) if e.category == "host_oom"]
+
+
+TIME_PREFIXES = ["2020-11-24 20:22:28.106 ", "2024-05-01T10:00:00.123Z ",
+                 "[2024-05-01 10:00:00,123] ", "Nov 24 20:22:28 "]
+
+
+@pytest.mark.parametrize("prefix", TIME_PREFIXES)
+@pytest.mark.parametrize("line", [
+    "/bin/bash: line 27:  318 Killed                  sh start.sh",
+    "Process finished with exit code 137 (interrupted by signal 9:SIGKILL)",
+    "RuntimeError: DataLoader worker (pid 412) is killed by signal: Killed.",
+    "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+])
+def test_a_lines_own_time_before_it_does_not_hide_it(tmp_path: Path, prefix: str,
+                                                    line: str) -> None:
+    [plain] = _events(tmp_path, line + "\n")
+    [timed] = _events(tmp_path, prefix + line + "\n")
+    assert (timed.kind, timed.category) == (plain.kind, plain.category)

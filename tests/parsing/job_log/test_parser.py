@@ -513,6 +513,22 @@ ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
     assert usage.detail["nccl_code"] == "ncclInvalidUsage" and usage.role == Role.primary
 
 
+@pytest.mark.parametrize("line", [
+    # every NCCL since 2.12 names the peer; earlier ones do not
+    "kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.35.1<49189> with error 12, opcode 5327, len 5327, vendor err 129 (Send)",
+    "NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129",
+    "h1:10:20 [2] NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 32698, "
+    "vendor err 129",
+])
+def test_an_ib_completion_error_is_read_with_or_without_its_peer(tmp_path: Path,
+                                                                  line: str) -> None:
+    [e] = parse(tmp_path, line + "\n").events
+    assert (e.kind.value, e.role, e.category) == ("ib_error", Role.primary, "network_fault")
+    assert (e.detail["status"], e.detail["status_name"]) == (12, "IBV_WC_RETRY_EXC_ERR")
+    assert e.detail["vendor_err"] == 129
+
+
 def test_cuda_errors_outside_tracebacks(tmp_path: Path) -> None:
     text = """\
 [rank4]:[E501 10:00:00.1 9 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 4] \
