@@ -16,8 +16,15 @@ from pydantic import BaseModel
 
 from goodput_agent.bundle import Inventory
 from goodput_agent.metrics.vllm_names import METRICS, Kind
+from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.job_log.iterations import has_series
-from goodput_agent.parsing.registry import FAILURE_FORMATS, METRICS_FORMATS, SERVING_LOG_FORMATS
+from goodput_agent.parsing.registry import (
+    DECISIVE_SCANNED,
+    FAILURE_FORMATS,
+    METRICS_FORMATS,
+    SERVING_LOG_FORMATS,
+    decisive_lines,
+)
 
 KINDS = ("failure", "slowdown", "latency")
 # when several kinds can be answered and the words do not single one out: every job has logs,
@@ -101,7 +108,7 @@ class _Evidence:
 
     def __init__(self, inv: Inventory):
         self._inv = inv
-        self._formats = {f.format for f in inv.files}
+        self.formats = {f.format for f in inv.files}
         self._known: dict[str, bool] = {}
 
     def __call__(self, kind: str) -> bool:
@@ -109,25 +116,39 @@ class _Evidence:
             self._known[kind] = self._look(kind)
         return self._known[kind]
 
+    def crash_elsewhere(self) -> bool:
+        """A decisive failure line (a CUDA OOM, an Xid, a kill) in a file of a format no failure
+        tool reads, such as a serving engine's log: a failure question is then answered."""
+        root = Path(self._inv.root)
+        return any(_decisive(root, f.rel_path) for f in self._inv.of_format(*DECISIVE_SCANNED))
+
     def _look(self, kind: str) -> bool:
         if kind == "failure":
-            return bool(self._formats & FAILURE_FORMATS)
+            return bool(self.formats & FAILURE_FORMATS)
         if kind == "slowdown":  # from traces, else from the training log's own series
             root = Path(self._inv.root)
-            return "kineto_trace" in self._formats or any(
+            return "kineto_trace" in self.formats or any(
                 has_series(root / f.rel_path, enough=2) for f in self._inv.of_format("job_log"))
-        if self._formats & SERVING_LOG_FORMATS:
+        if self.formats & SERVING_LOG_FORMATS:
             return True
         root = Path(self._inv.root)
         return any(has_serving_metrics(root / f.rel_path)
                    for f in self._inv.of_format(*METRICS_FORMATS))
 
 
+def _decisive(root: Path, rel_path: str) -> bool:
+    try:
+        return bool(decisive_lines(root / rel_path, ParseContext(rel_path=rel_path)).events)
+    except (OSError, ParseError):  # the tools say why it cannot be read
+        return False
+
+
 def choose_kind(inv: Inventory) -> KindChoice:
     can = _Evidence(inv)
     asked = [inv.incident.kind] if inv.incident.kind in KINDS else \
         asked_kinds(inv.incident.question)
-    fits = next((k for k in EVIDENCE_ORDER if k in asked and can(k)), None)
+    fits = next((k for k in EVIDENCE_ORDER if k in asked and (can(k) or (
+        k == "failure" and can.crash_elsewhere()))), None)
     if fits:
         return KindChoice(kind=fits)
     if asked and inv.missing:

@@ -136,6 +136,23 @@ _DECISIVE_KINDS = frozenset({"gpu_device_unhealthy", "host_oom_kill", "cgroup_oo
                              "cuda_error", "xid", "signal", "segfault"})
 
 
+# formats no failure tool reads (a serving engine's log, its command line or config, a
+# benchmark's summary) that a user pastes a crash into as well: for a failure question their
+# files get the job log's decisive-line scan too (decisive_lines)
+DECISIVE_SCANNED = frozenset({"engine_config", "vllm_log", "sglang_log", "bench_summary"})
+
+
+def decisive_lines(path: Path, ctx: ParseContext) -> ParseResult:
+    """The job log's decisive lines in a file of another format (a CUDA OOM quoted after a
+    server's command line), with the count of its lines that read as a failure and that none
+    of them explains."""
+    from goodput_agent.parsing import job_log
+
+    events = [e for e in job_log.PARSER.parse(path, ctx).events
+              if e.role.value == "primary" and e.kind.value in _DECISIVE_KINDS]
+    return with_failure_words("job_log", path, ParseResult(format="job_log", events=events))
+
+
 def with_failure_words(fmt: str, path: Path, result: ParseResult) -> ParseResult:
     """A free-text file's result with the count of its lines that read as a failure and that
     none of its events came from (parsing/failure_words.py)."""
