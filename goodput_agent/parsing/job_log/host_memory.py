@@ -46,6 +46,9 @@ _SHM = re.compile(r"insufficient shared memory|out of shared memory|"
                   r"No space left on device[^\n]*/dev/shm|"
                   r"failed to extend /dev/shm/\S+ to \d+ bytes|"
                   r"posix_fallocate failed ?: No space left")
+# the kubelet's eviction manager in its own words, wherever its message is pasted (yq of a
+# pod's status.message, a describe fragment, an events row): like Ray's, a memory monitor
+_KUBELET_EVICTION = re.compile(r"node was low on resource: memory\b")
 # a shell or IDE reporting the SIGKILL: "Killed", "bash: line 27: 318 Killed  sh start.sh",
 # "...it/s]Killed", "**Killed**", zh "已杀死", "exit code 137 (interrupted by signal 9: SIGKILL)"
 _SHELL_KILLED = re.compile(r"(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$|"
@@ -55,8 +58,10 @@ _EXIT_137 = re.compile(r"exit(?:ed with)? (?:code|status) 137\b|"
                        r"interrupted by signal 9: ?SIGKILL|return code = -9\b")
 
 # a training platform's own exit diagnostics (not kubectl's): its memory verdict, or exit 137
+# (Torque/PBS's MoM: "job 3132467 exceeded MEM usage hard limit (2528 > 1126)")
 _PLATFORM_OOM = re.compile(r"(?i)\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?"
-                           r"memory|container init was OOM-killed")
+                           r"memory|container init was OOM-killed|"
+                           r"exceeded MEM usage hard limit")
 _PLATFORM_137 = re.compile(r"(?i)\bexit_?code\W{1,4}137\b|_job_complete: JobId=\d+ WTERMSIG 9\b")
 
 KERNEL_RECORD = ("the node's kernel log (journalctl -k / dmesg: 'Out of memory: Killed process' "
@@ -74,6 +79,9 @@ def host_memory_message(text: str) -> HostMemory | None:
     """What an exception or log line says of host memory running out, else None."""
     if "emory" in text and (hit := _ray(text)):
         return hit
+    if _KUBELET_EVICTION.search(text):
+        return HostMemory(EventKind.host_oom_kill, "the kubelet evicted a pod: the node was low "
+                          "on memory", {"monitor": "kubelet", "weight": 0.85})
     if m := _WORKER.search(text):
         sig = m["sig"].strip()
         if sig.startswith("Bus error") or "shared memory" in text:

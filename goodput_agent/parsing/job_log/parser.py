@@ -28,8 +28,10 @@ _SNIFF_POSITIVE = re.compile(
     # host-memory kills others announce, shared memory, the GPU lost as user space sees it
     r"is killed by signal|killed due to (?:the node running low on memory|memory pressure)|"
     r"exceeds the memory usage threshold|: line \d+: +\d+ Killed\s|"
+    r"node was low on resource: memory|"
     r"(?i:\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?memory|"
-    r"container init was OOM-killed|\bexit_?code\W{1,4}137\b)|_job_complete: JobId=\d+ WTERMSIG|"
+    r"container init was OOM-killed|\bexit_?code\W{1,4}137\b|exceeded MEM usage hard limit)|"
+    r"_job_complete: JobId=\d+ WTERMSIG|"
     r"insufficient shared memory|unable to write to file </torch_|"
     r"failed to extend /dev/shm/|posix_fallocate failed|"
     r"(?m:(?:^|\]|\s|\*\*)(?:Killed|已杀死)(?:\*\*)?\s*$)|exit code 137\b|return code = -9\b|"

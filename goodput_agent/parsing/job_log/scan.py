@@ -32,6 +32,7 @@ MARKERS: tuple[bytes, ...] = (
     *ITERATION_MARKERS,  # the log's own iteration times (iterations.py)
     b"time across ranks (ms):",  # Megatron's timers (megatron_timers.py), lines below
     b"OOMKilled", b"OOM-killed", b"exit_code", b"WTERMSIG",  # a platform's exit diagnostics
+    b"exceeded MEM usage",  # Torque/PBS's memory limit
     b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
 )
 # After a decoded line holding a trigger, the next N lines are decoded whatever they hold:

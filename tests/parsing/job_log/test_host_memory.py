@@ -39,6 +39,9 @@ def _events(tmp_path: Path, text: str):
      "(OOM), 0 Workers crashed due to other reasons at node (ID: ab, IP: 10.2.3.4)",
      "host_oom", False),
     ("exit_code: 137", "host_oom", True),
+    ("job 3132467 exceeded MEM usage hard limit (2528 > 1126)", "host_oom", False),
+    ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 87608Ki. ",
+     "host_oom", False),
     ("Job failed: reason: OOMKilled, the container exceeded the request memory", "host_oom",
      False),
 ])
