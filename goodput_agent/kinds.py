@@ -18,6 +18,7 @@ from goodput_agent.bundle import Inventory
 from goodput_agent.metrics.vllm_names import METRICS, Kind
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.job_log.iterations import has_series
+from goodput_agent.parsing.profile_table import has_profile_table
 from goodput_agent.parsing.registry import (
     DECISIVE_SCANNED,
     FAILURE_FORMATS,
@@ -128,7 +129,9 @@ class _Evidence:
         if kind == "slowdown":  # from traces, else from the training log's own series
             root = Path(self._inv.root)
             return "kineto_trace" in self.formats or any(
-                has_series(root / f.rel_path, enough=2) for f in self._inv.of_format("job_log"))
+                has_series(root / f.rel_path, enough=2) for f in self._inv.of_format("job_log")
+            ) or any(has_profile_table(root / f.rel_path)
+                     for f in self._inv.of_format("tool_report"))
         if self.formats & SERVING_LOG_FORMATS:
             return True
         root = Path(self._inv.root)

@@ -41,11 +41,12 @@ from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.dcgmi_diag import HEADER as _DCGMI
 from goodput_agent.parsing.dcgmi_diag import dcgmi_events
 from goodput_agent.parsing.lines import read_whole_text
+from goodput_agent.parsing.profile_table import HEADER as PROFILE_HEADER
+from goodput_agent.parsing.profile_table import profile_tables
 from goodput_agent.parsing.pyspy_dump import parse_text_processes
 
 _BENCH = re.compile(r"=+ Serving Benchmark Result =+")
 _BENCH_ROW = re.compile(r"^(?P<key>[A-Za-z][\w ()/%.\-]+?):\s+(?P<val>[\d.]+|inf|not set)\s*$")
-_PROFILE_HEADER = re.compile(r"^\s*Name\s+Self CPU %\s+Self CPU\s+CPU total %", re.M)
 _RAS = re.compile(r"^Job summary\s*\n=+", re.M)
 _RAS_MISMATCH = re.compile(r"(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
 _RAS_DEAD = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPU (?P<gpu>\d+)")
@@ -88,7 +89,7 @@ def _kind(text: str) -> str | None:
         return "bench"
     if len(_NCCL_TESTS_ROW.findall(text[:64 * 1024])) >= 3:
         return "nccl_tests"
-    if _PROFILE_HEADER.search(text):
+    if PROFILE_HEADER.search(text):
         return "profile"
     if _RAS.search(text):
         return "ras"
@@ -149,6 +150,8 @@ class ToolReportParser:
             res.facts["benchmark_results"] = len(_BENCH.findall(text))
         elif kind == "nccl_tests":
             res.facts["nccl_tests"] = _nccl_tests_facts(text)
+        elif kind == "profile":
+            res.facts["profile_tables"] = [t.model_dump() for t in profile_tables(lines)]
         elif kind == "ras":
             res.events.extend(_ras_events(lines, ctx))
             res.events.extend(_ras_dead_nodes(text, lines, ctx))

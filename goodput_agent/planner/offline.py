@@ -13,6 +13,7 @@ from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.slowdown.from_logs import log_verdict, series_of
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
+from goodput_agent.analysis.slowdown.profile_tables import profile_verdict, tables_of
 from goodput_agent.analysis.slowdown.remedy import log_remedy, slowdown_remedy
 from goodput_agent.bundle import Inventory
 from goodput_agent.core.events import Event, Role
@@ -177,12 +178,17 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
 
 
 def _log_verdict(logs: EventsOutput, inv: Inventory | None) -> SlowdownVerdict | None:
-    """The verdict of the job logs' own series, None when they print none."""
+    """The verdict of the job logs' own series, else of the profiler's key_averages tables;
+    None when they hold neither."""
     series = series_of(logs.facts, logs.rank_hosts, len(inv.unread) if inv else 0)
-    if not series.points and not series.timers:
-        return None
     root = Path(inv.root) if inv else Path()
-    return log_verdict(series, lambda path, n: line_excerpt(line_at(root / path, n)))
+
+    def text(path: str, n: int) -> str:
+        return line_excerpt(line_at(root / path, n))
+
+    if not series.points and not series.timers:  # else the profiler's tables, if any
+        return profile_verdict(tables_of(logs.facts), text)
+    return log_verdict(series, text)
 
 
 def _log_conclusion(v: SlowdownVerdict, inv: Inventory | None, errors: list[str]
