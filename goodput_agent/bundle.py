@@ -292,12 +292,21 @@ def _identify(path: Path, rel: str) -> _Identified:
             reason = "UTF-16 text (convert it: iconv -f UTF-16 -t UTF-8)"
         elif raw.startswith((b"\x1f\x8b", b"PK\x03\x04")):
             reason = "nested archive (not unpacked: unpack it into the bundle)"
-        else:
-            reason = "binary file" if _looks_binary(raw) else "format not recognized"
+        elif _looks_binary(raw):
+            reason = "binary file"
+        else:  # text no format claims: read as free text (its decisive lines, failure words)
+            return _Identified(rel_path=rel, size=size, format=FREE_TEXT,
+                               year=_year(raw))
         return _Identified(rel_path=rel, size=size, reason=reason)
+    return _Identified(rel_path=rel, size=size, format=parser.format, year=_year(raw))
+
+
+FREE_TEXT = "job_log"  # the format whose parser reads any text: what no other format claims
+
+
+def _year(raw: bytes) -> int | None:
     m = _YEAR.search(raw)
-    return _Identified(rel_path=rel, size=size, format=parser.format,
-                       year=int(m.group(1)) if m else None)
+    return int(m.group(1)) if m else None
 
 
 def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:

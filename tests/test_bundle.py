@@ -30,11 +30,11 @@ def test_formats_are_identified_by_content_not_name(tmp_path: Path) -> None:
     (tmp_path / "empty.log").write_text("")
     inv = scan(tmp_path)
     formats = {f.rel_path: f.format for f in inv.files}
+    # text no format claims is read as free text: its decisive lines and failure words
     assert formats == {"a.txt": "sacct_pipe", "nodes/n1/b.txt": "kernel_log",
-                       "c.txt": "job_log"}
+                       "c.txt": "job_log", "e.txt": "job_log"}
     reasons = {u.path: u.reason for u in inv.unread}
-    assert reasons == {"d.dat": "binary file", "e.txt": "format not recognized",
-                       "empty.log": "empty file"}
+    assert reasons == {"d.dat": "binary file", "empty.log": "empty file"}
 
 
 def test_incident_yaml_sets_the_clock(tmp_path: Path) -> None:
@@ -130,3 +130,18 @@ def test_a_file_is_identified_by_the_lines_it_holds_past_its_head(tmp_path: Path
     assert len(dump) > 200_000
     assert [(f.rel_path, f.format) for f in inv.files] == [("slurm-77.out", "job_log")]
     assert inv.unread == []
+
+
+def test_text_no_format_claims_is_read_for_its_decisive_lines(tmp_path: Path) -> None:
+    """Issue 24 class 1: no text file is dropped as unrecognised; a one-line paste of a
+    client's error is the answer."""
+    from goodput_agent.investigate import investigate_bundle
+    from goodput_agent.ledger import Ledger
+
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "paste.txt").write_text("salloc: error: Node failure on worker-1\n")
+    assert [f.format for f in scan(b).files] == ["job_log"]
+    with Ledger(tmp_path / "l.duckdb") as lg:
+        rc = investigate_bundle(b, lg).root_cause
+    assert (rc.category, rc.node) == ("node_failure", "worker-1")

@@ -98,16 +98,12 @@ def _share_for(run: RunRecord, shares: list[tuple[float | None, float, str]],
     return sum(s for s, _ in mine) / len(mine), ", ".join(p for _, p in mine)
 
 
-LOG_SUFFIXES = (".log", ".out", ".err", ".txt", "")
 
 
 def _log_files(bundle: Bundle) -> list[str]:
-    """Job logs, and the program output no parser claimed (a training log that prints steps
-    and nothing a failure parser knows is still the job's log)."""
-    inv = bundle.inventory
-    return [f.rel_path for f in inv.of_format("job_log")] + \
-        [u.path for u in inv.unread if u.reason == "format not recognized"
-         and Path(u.path).suffix in LOG_SUFFIXES and (bundle.root / u.path).is_file()]
+    """Job logs, which include the program output no other format claimed (a training log
+    that prints steps and nothing a failure parser knows is still the job's log)."""
+    return [f.rel_path for f in bundle.inventory.of_format("job_log")]
 
 
 class _Accountant:

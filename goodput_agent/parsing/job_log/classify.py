@@ -65,8 +65,10 @@ def bus_id_to_pci(bus: str) -> str:
 
 
 OOM_TEXT = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of memory|"
-                  r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
-                  r"Cuda failure (?:\d+ )?'out of memory'|CUDA_ERROR_OUT_OF_MEMORY")
+                      # the caching allocator under a memory fraction (c10/cuda)
+                      r"Allocation on device \d+ would exceed allowed memory|"
+                      r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+                      r"Cuda failure (?:\d+ )?'out of memory'|CUDA_ERROR_OUT_OF_MEMORY")
 _OOM_TRIED = re.compile(r"Tried to allocate (" + _SIZE + ")")
 _OOM_NEW = re.compile(r"GPU (\d+) has a total capac?ity of (" + _SIZE + r") of which (" + _SIZE
                       + r") is free")
@@ -122,7 +124,8 @@ def oom_summary(d: dict[str, Any]) -> str:
     return s
 
 
-_CUDA_ERR = re.compile(r"(?i:CUDA error): ([^\n]+?)(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
+_CUDA_ERR = re.compile(r"(?i:CUDA error):\s*([^\n]+?)"
+                       r"(?:\.?\s*(?:CUDA kernel errors|Compile with|$))|"
                        # PyTorch < 1.5 / THC: "cuda runtime error (39) : uncorrectable ECC ..."
                        r"cuda runtime error \(\d+\) ?: ([^\n]+?)(?: at \S+:\d+)?$|"
                        r"Cuda failure (?:\d+ )?'([^']+)'|(CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)|"

@@ -17,7 +17,7 @@ _SLURM_MEMLIMIT = re.compile(r"Exceeded (?:job|step) memory limit|exceeded memor
 _SRUN_TASK = re.compile(r"srun: error: (?P<node>[\w.\-]+): tasks? (?P<tasks>[\d,\-\[\] ]+?): "
                         r"(?P<what>Out Of Memory|Exited with exit code \d+|Killed|Terminated|"
                         r"Segmentation fault|Bus error|Aborted|[^,]+)")
-_SRUN_NODEFAIL = re.compile(r"srun: error: Node failure on (?P<node>[\w.\-]+)")
+_SRUN_NODEFAIL = re.compile(r"(?:srun|salloc): error: Node failure on (?P<node>[\w.\-]+)")
 _CANCELLED = re.compile(r"\*\*\* (?P<what>JOB|STEP) (?P<id>[\w.+]+) ON (?P<node>\S+) CANCELLED AT "
                         r"(?P<ts>\S+)(?: DUE TO (?P<reason>[A-Z_ ]+))?")
 
@@ -26,7 +26,8 @@ class SlurmLines(LineState):
     """What Slurm printed into the job's output."""
 
     def _m_slurm(self, stream: Stream, c: str) -> bool:
-        if "srun" not in c and "slurmstepd" not in c and "CANCELLED" not in c:
+        if "srun" not in c and "salloc" not in c and "slurmstepd" not in c \
+                and "CANCELLED" not in c:
             return False
         hit = False
         if m := _SLURM_OOM.search(c):

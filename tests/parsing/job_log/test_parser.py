@@ -965,3 +965,18 @@ def test_a_quoted_or_compose_prefixed_paste_reads_as_the_lines(
     wrapped = parse(tmp_path, "".join(wrap.format(ln) + "\n" for ln in lines))
     assert [e.category for e in bare.events if e.role == Role.primary] == [category]
     assert [e.category for e in wrapped.events if e.role == Role.primary] == [category]
+
+
+@pytest.mark.parametrize(("line", "kind", "category"), [
+    # ggml's "CUDA error: %s" as a user transcribed it, without the space
+    ("CUDA error:uncorrectable ECC error encountered", "cuda_error", "gpu_hardware"),
+    # the caching allocator's refusal under a memory fraction (c10/cuda)
+    ("torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
+     "memory)", "cuda_oom", "gpu_oom"),
+    ("salloc: error: Node failure on worker-1", "node_fail", "node_failure"),
+    ("srun: error: Node failure on gpu-7", "node_fail", "node_failure"),
+])
+def test_more_real_spellings_of_a_decisive_line(tmp_path: Path, line: str, kind: str,
+                                                category: str) -> None:
+    [e] = [e for e in parse(tmp_path, line + "\n").events if e.role == Role.primary]
+    assert (e.kind.value, e.category) == (kind, category)
