@@ -62,7 +62,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?i)(\"name\"\s*:\s*\"[A-Z0-9_.-]*{_SECRET_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
                 r"[^\"]*\""), rf'\1{MASK}"'),
     # --password=x / --token x style flags
-    (re.compile(r"(?i)(--?(?:password|passwd|token|api-key|secret)[=\s]+)[^\s'\"]+"), rf"\1{MASK}"),
+    (re.compile(r"(?i)((?<![\w-])--?(?:password|passwd|token|api-key|secret)[=\s]+)[^\s'\"]+"),
+     rf"\1{MASK}"),
     # user:password@ in URLs
     (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), rf"\1{MASK}@"),
     # a line that is only base64 (a private key's body, excerpted without its BEGIN line)

@@ -6,13 +6,13 @@ output tokens (total generated / successful requests); beside them the request r
 latencies (mean TTFT, mean ITL, mean end-to-end). The slower run is the one whose mean TTFT and
 end-to-end latency rose together (the product of their ratios above 1): a rise is measured,
 never assumed from the files' names. A class is named only when its factor moved and the
-others held:
+others held (grew by under 25 %; one that shrank cannot have raised the latency):
 - prompt_length: prompts per request x1.5 or more, TTFT up, ITL, output length and the
-  request rate within 25 %: prefill of longer prompts;
+  request rate held: prefill of longer prompts;
 - output_length: outputs per request x1.5 or more, end-to-end up, ITL, prompt length and the
-  rate within 25 %: more decode steps per request;
-- queueing: the request rate x1.5 or more (or concurrency), TTFT up, the lengths within 25 %:
-  more load on the same server.
+  rate held: more decode steps per request;
+- queueing: the request rate x1.5 or more (or concurrency), TTFT up, the lengths held: more
+  load on the same server.
 Otherwise `unknown`. No server metrics back either run, so a cause stays at ENGINE_ONLY (the
 engine log's ceiling): the server's own histograms would confirm where the time went.
 """
@@ -71,7 +71,9 @@ def _ratios(fast: BenchResult, slow: BenchResult) -> dict[str, float | None]:
 
 
 def _held(r: float | None) -> bool:
-    return r is not None and 1 / HELD <= r <= HELD
+    """The factor did not grow: one that shrank cannot have raised a latency, so it is no
+    rival (shorter outputs do not lengthen prefill)."""
+    return r is not None and r <= HELD
 
 
 def _moved(r: float | None) -> bool:

@@ -49,6 +49,9 @@ def _result(tmp_path: Path, name: str, **changed: float) -> BenchResult:
     ({"rate": 9.1, "ttft": 240.0}, "queueing"),
     ({"inp": 3 * 464500, "rate": 9.1, "ttft": 400.0}, "unknown"),  # two factors at once
     ({"inp": 3 * 464500, "ttft": 320.0, "itl": 60.0}, "unknown"),  # decode slowed too
+    # a factor that shrank cannot have raised the latency: no rival
+    ({"inp": 3 * 464500, "ttft": 320.0, "out": 0.7 * 103500}, "prompt_length"),
+    ({"rate": 9.1, "ttft": 240.0, "inp": 0.6 * 464500}, "queueing"),
 ])
 def test_the_factor_that_moved_alone_decides_in_either_order(
         tmp_path: Path, changed: dict, category: str) -> None:
