@@ -84,4 +84,6 @@ def test_a_foreign_manifest_json_stays_evidence(tmp_path: Path) -> None:
     (tmp_path / "b" / MANIFEST_NAME).write_text(json.dumps({"schema": "other", "x": 1}))
     assert read_manifest(tmp_path / "b" / MANIFEST_NAME) is None
     with open_bundle(tmp_path / "b") as b:
-        assert [u.path for u in b.inventory.unread] == [MANIFEST_NAME]
+        # evidence like any text no format claims: read as free text, not set aside
+        assert [f.rel_path for f in b.inventory.files] == [MANIFEST_NAME]
+        assert b.inventory.unread == []

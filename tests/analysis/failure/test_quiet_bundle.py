@@ -101,9 +101,9 @@ step 30 loss 2.13
 # failures printed in forms no parser here reads (what an unknown format looks like)
 UNREAD_FAILURES = [
     "/bin/bash: line 27:   318 Killed                  sh start.sh",
-    "job 3132467 exceeded MEM usage hard limit (2528 > 1126)",
+    "uploader: write of shard 12 failed: bucket quota reached",
     "Evicted",
-    "storage agent: write to /ckpt failed: quota reached",
+    "warden: task 7 terminated after a quota breach",
 ]
 
 
