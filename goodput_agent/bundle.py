@@ -42,6 +42,9 @@ class BundleFile(BaseModel):
     format: str | None = None
     node_hint: str | None = None
     rank_hint: int | None = None
+    # text no format claimed, read as free text: it answers what is asked, never decides
+    # which question the bundle asks
+    free_text: bool = False
 
 
 class Unread(BaseModel):
@@ -248,6 +251,7 @@ class _Identified(BaseModel):
     format: str | None = None
     reason: str | None = None  # why it is unread
     year: int | None = None
+    free_text: bool = False
 
 
 def _walk(root: Path, unreadable: list[str], cap: int) -> list[Path]:
@@ -296,7 +300,7 @@ def _identify(path: Path, rel: str) -> _Identified:
             reason = "binary file"
         else:  # text no format claims: read as free text (its decisive lines, failure words)
             return _Identified(rel_path=rel, size=size, format=FREE_TEXT,
-                               year=_year(raw))
+                               year=_year(raw), free_text=True)
         return _Identified(rel_path=rel, size=size, reason=reason)
     return _Identified(rel_path=rel, size=size, format=parser.format, year=_year(raw))
 
@@ -343,7 +347,8 @@ def scan(root: Path, ignore: tuple[str, ...] = ()) -> Inventory:
         rel = PurePosixPath(f.rel_path)
         inv.files.append(BundleFile(rel_path=f.rel_path, size=f.size, format=f.format,
                                     node_hint=node_hint_for(rel),
-                                    rank_hint=rank_from_filename(rel.name)))
+                                    rank_hint=rank_from_filename(rel.name),
+                                    free_text=f.free_text))
     inv.clock = _clock_policy(inv.incident, years)
     return inv
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from goodput_agent.bundle import Inventory
+from goodput_agent.bundle import BundleFile, Inventory
 from goodput_agent.metrics.vllm_names import METRICS, Kind
+from goodput_agent.parsing import job_log
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.job_log.iterations import has_series
 from goodput_agent.parsing.profile_table import has_profile_table
@@ -109,7 +110,7 @@ class _Evidence:
 
     def __init__(self, inv: Inventory):
         self._inv = inv
-        self.formats = {f.format for f in inv.files}
+        self.formats = {f.format for f in inv.files if not f.free_text}
         self._known: dict[str, bool] = {}
 
     def __call__(self, kind: str) -> bool:
@@ -119,9 +120,11 @@ class _Evidence:
 
     def crash_elsewhere(self) -> bool:
         """A decisive failure line (a CUDA OOM, an Xid, a kill) in a file of a format no failure
-        tool reads, such as a serving engine's log: a failure question is then answered."""
+        tool reads (a serving engine's log) or that no format claims: a failure question is
+        then answered."""
         root = Path(self._inv.root)
-        return any(_decisive(root, f.rel_path) for f in self._inv.of_format(*DECISIVE_SCANNED))
+        return any(_starts_a_failure(root, f) for f in self._inv.files
+                   if f.format in DECISIVE_SCANNED or f.free_text)
 
     def _look(self, kind: str) -> bool:
         if kind == "failure":
@@ -130,6 +133,7 @@ class _Evidence:
             root = Path(self._inv.root)
             return "kineto_trace" in self.formats or any(
                 has_series(root / f.rel_path, enough=2) for f in self._inv.of_format("job_log")
+                if not f.free_text
             ) or any(has_profile_table(root / f.rel_path)
                      for f in self._inv.of_format("tool_report"))
         if self.formats & SERVING_LOG_FORMATS:
@@ -139,9 +143,15 @@ class _Evidence:
                    for f in self._inv.of_format(*METRICS_FORMATS))
 
 
-def _decisive(root: Path, rel_path: str) -> bool:
+def _starts_a_failure(root: Path, f: BundleFile) -> bool:
+    """Free text: any line that can start a failure; a serving log or config: only the
+    decisive kinds (its own exceptions are a server's noise more often than its end)."""
+    ctx = ParseContext(rel_path=f.rel_path)
     try:
-        return bool(decisive_lines(root / rel_path, ParseContext(rel_path=rel_path)).events)
+        if f.free_text:
+            return any(e.role.value == "primary"
+                       for e in job_log.PARSER.parse(root / f.rel_path, ctx).events)
+        return bool(decisive_lines(root / f.rel_path, ctx).events)
     except (OSError, ParseError):  # the tools say why it cannot be read
         return False
 

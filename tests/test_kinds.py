@@ -190,3 +190,20 @@ def test_a_slowdown_question_over_a_log_with_its_own_iteration_times_is_a_slowdo
     choice = choose_kind(inv(tmp_path, "why is it slower?", "job_log",
                              content="step 3 loss 2.1\n"))
     assert choice.kind == "failure" and "iteration times" in (choice.note or "")
+
+
+def test_text_no_format_claims_never_decides_which_question(tmp_path) -> None:
+    """An unclaimed config file beside serving metrics keeps the bundle a latency question; a
+    decisive line in such text answers a failure question that is asked."""
+    b = tmp_path / "b"
+    (b / "metrics").mkdir(parents=True)
+    (b / "metrics" / "vllm.om").write_text(VLLM + "# EOF\n")
+    (b / "engine_args.yaml").write_text("max_num_seqs: 64\ngpu_memory_utilization: 0.9\n")
+    found = scan(b)
+    assert [f.rel_path for f in found.files if f.free_text] == ["engine_args.yaml"]
+    assert infer_kind(found) == "latency"
+    (b / "paste.txt").write_text("salloc: error: Node failure on worker-1\n")
+    found = scan(b)
+    assert infer_kind(found) == "latency"  # nothing asked: the evidence decides
+    found.incident = IncidentSpec(question="why did it crash?")
+    assert infer_kind(found) == "failure"
