@@ -90,7 +90,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
                         self._m_kernel, self._m_gpu_lost, self._m_host_memory, self._m_oom,
                         self._m_cuda, self._m_socket, self._m_conn,
                         self._m_nccl_code, self._m_slurm, self._m_elastic_agent, self._m_crash,
-                        self._m_platform_task, self._m_bare_exception):
+                        self._m_platform_task, self._m_argparse, self._m_bare_exception):
             if matcher(stream, c):
                 return
 

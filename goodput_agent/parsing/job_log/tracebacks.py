@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from goodput_agent.core.events import EventKind, Role
@@ -22,6 +23,9 @@ from goodput_agent.parsing.job_log.traceback_text import (
 )
 
 BARE_EXCEPTION_WEIGHT = 0.3  # an exception line without its traceback
+# argparse refusing a script's command line (`usage: train.py ...`, then `train.py: error:
+# unrecognized arguments: --local-rank=0`, exit status 2): the program's own last words
+_ARGPARSE = re.compile(r"^(?P<prog>[\w.\-]+\.py): error: (?P<msg>\S.*)$")
 
 
 class TracebackReader(LineState):
@@ -81,6 +85,14 @@ class TracebackReader(LineState):
             if t:
                 p.ts, p.clock = t
         return p
+
+    def _m_argparse(self, stream: Stream, c: str) -> bool:
+        if ": error: " not in c or not (m := _ARGPARSE.match(c.strip())):
+            return False
+        self.add(EventKind.python_exception, Role.primary, "application_error",
+                 f"{m['prog']} refused its command line: {m['msg'][:200]} (argparse, exit 2)",
+                 {"exc_type": "argparse", "exc_message": m["msg"][:500], "weight": 1.0})
+        return True
 
     def _m_bare_exception(self, stream: Stream, c: str) -> bool:
         """An exception line with no traceback above it (a log that kept only its last line):

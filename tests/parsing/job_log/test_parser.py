@@ -980,3 +980,18 @@ def test_more_real_spellings_of_a_decisive_line(tmp_path: Path, line: str, kind:
                                                 category: str) -> None:
     [e] = [e for e in parse(tmp_path, line + "\n").events if e.role == Role.primary]
     assert (e.kind.value, e.category) == (kind, category)
+
+
+def test_argparse_refusing_the_command_line_is_the_applications_error(tmp_path: Path) -> None:
+    """A launcher passing an argument the script does not take (`--local-rank`, newer
+    torch.distributed.launch) ends it with argparse's usage and error lines, exit status 2."""
+    text = ("usage: train.py [-h] [--local_rank LOCAL_RANK]\n"
+            "train.py: error: unrecognized arguments: --local-rank=1\n"
+            "srun: error: gpu-3: task 1: Exited with exit code 2\n")
+    argparse = [e for e in parse(tmp_path, text).events if e.detail.get("exc_type") == "argparse"]
+    [e] = argparse
+    assert (e.role, e.category, e.locator.line_start) == (Role.primary, "application_error", 2)
+    assert "--local-rank=1" in e.summary
+    # other programs' "X: error:" lines are not argparse's
+    assert not [e for e in parse(tmp_path, "slurmstepd: error: x\nmake: error: y\n").events
+                if e.detail.get("exc_type") == "argparse"]
