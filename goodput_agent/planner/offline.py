@@ -11,7 +11,8 @@ from goodput_agent.analysis.failure.observations import Observations
 from goodput_agent.analysis.failure.remedy import Remedy, remedy
 from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
-from goodput_agent.analysis.slowdown.from_logs import log_verdict, series_of
+from goodput_agent.analysis.log_series import series_of
+from goodput_agent.analysis.slowdown.from_logs import log_verdict
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
 from goodput_agent.analysis.slowdown.profile_tables import profile_verdict, tables_of
 from goodput_agent.analysis.slowdown.remedy import log_remedy, slowdown_remedy

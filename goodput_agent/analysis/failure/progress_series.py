@@ -4,8 +4,9 @@
   `s/it` / `it/s`, `step N ... time X`), read by the job-log parser as facts `iterations`
   ([step, ms, rank]): iteration times that rose (the last quarter's median at least 1.5x the
   first quarter's) are a slowdown; across ranks, one rank whose median is 1.3x the others' is a
-  straggler. Said beside an `unknown` failure verdict, never as a cause: a profiler trace of a
-  slow and a good stretch would confirm and attribute it.
+  straggler (the measures a slowdown question uses: analysis/log_series.py). Said beside an
+  `unknown` failure verdict, never as a cause: a profiler trace of a slow and a good stretch
+  would confirm and attribute it.
 - A job log whose last progress line came long before its end (30 min or more, and 10x the
   interval between its last two progress lines), with no timeout printed anywhere, hung: a
   `hang` at 0.45 at most, saying a stack dump would confirm where it was stuck.
@@ -14,45 +15,29 @@
 from __future__ import annotations
 
 from datetime import datetime
-from statistics import median
 
+from goodput_agent.analysis.log_series import SLOWER, measure_rise, series_of, single_out
 from goodput_agent.core.events import Event, EventKind
 
 from .observations import Observations
 from .scheduler_rows import ended_unfinished
 
-SLOWER = 1.5
-STRAGGLER = 1.3
-MIN_POINTS = 8
 SILENT_END_S = 30 * 60
 SILENT_FACTOR = 10
 HANG_CONFIDENCE = 0.45
 
 
 def series_note(obs: Observations) -> str | None:
-    """What the logs' iteration times say, in one sentence, or None."""
-    points = [p for f in obs.facts.values() for p in f.get("iterations") or []]
-    if len(points) < MIN_POINTS:
-        return None
+    """What the logs' iteration times say, in one sentence, or None (measured as a slowdown
+    question measures them: analysis/log_series.py)."""
+    points = series_of(obs.facts, obs.rank_hosts).points
     notes = []
-    by_rank: dict[int | None, list[tuple[int, float]]] = {}
-    for step, ms, rank, *_ in points:
-        by_rank.setdefault(rank, []).append((int(step), float(ms)))
-    whole = sorted(max(by_rank.values(), key=len))
-    q = max(2, len(whole) // 4)
-    first, last = median(ms for _, ms in whole[:q]), median(ms for _, ms in whole[-q:])
-    if first > 0 and last >= SLOWER * first:
-        start = next((s for s, ms in whole[q:] if ms >= SLOWER * first), whole[-q][0])
-        notes.append(f"the training log's own iteration times rose from {first:.0f} to "
-                     f"{last:.0f} ms ({last / first:.1f}x) from about step {start}")
-    ranked = {r: median(ms for _, ms in pts) for r, pts in by_rank.items()
-              if r is not None and len(pts) >= MIN_POINTS // 2}
-    if len(ranked) >= 4:
-        slow_rank, slow = max(ranked.items(), key=lambda kv: kv[1])
-        others = median(v for r, v in ranked.items() if r != slow_rank)
-        if others > 0 and slow >= STRAGGLER * others:
-            notes.append(f"rank {slow_rank}'s median iteration ({slow:.0f} ms) is "
-                         f"{slow / others:.1f}x the other ranks' ({others:.0f} ms): a straggler")
+    if (rise := measure_rise(points)) is not None and rise.ratio >= SLOWER:
+        notes.append(rise.text())
+    if (found := single_out(points)) is not None:
+        rank, slow, others = found
+        notes.append(f"rank {rank}'s median iteration ({slow:.0f} ms) is "
+                     f"{slow / others:.1f}x the other ranks' ({others:.0f} ms): a straggler")
     if not notes:
         return None
     return "; ".join(notes) + " (a profiler trace of a slow and a good stretch would confirm it)"

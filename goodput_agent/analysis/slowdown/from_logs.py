@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from statistics import median
 
 from goodput_agent.analysis.abstention import (
@@ -35,14 +34,21 @@ from goodput_agent.analysis.abstention import (
     SILENCE,
     unknown_confidence,
 )
+from goodput_agent.analysis.log_series import (
+    SLOWER,
+    STEADY,
+    LogPoint,
+    LogSeries,
+    Rise,
+    TimerBlock,
+    measure_rise,
+    quarters,
+    single_out,
+)
 from goodput_agent.core.events import Event, EventKind, Locator, Role
 
 from .model import SlowdownVerdict
 
-SLOWER = 1.5
-STEADY = 1.1  # a last quarter within this of the first: no change to explain
-STRAGGLER = 1.3
-MIN_POINTS = 8
 MIN_TIMER_GROWTH = 0.05
 MIN_EXCESS = 0.1  # a straggler's part must exceed its peers' by this share of the step
 HELD = 0.25
@@ -58,52 +64,7 @@ WAITS = re.compile(r"(?i)wait|idle|barrier|sync|all_?reduce|all_?gather|comm")
 COMM_TIMERS = ("grads-sync", "all-gather", "all-reduce", "reduce-scatter", "grads-reduce")
 
 
-@dataclass
-class LogPoint:
-    step: int
-    ms: float
-    rank: int | None
-    path: str
-    line: int
-
-
-@dataclass
-class TimerBlock:
-    path: str
-    line: int
-    times: dict[str, float] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)  # each timer's own line
-    mins: dict[str, float] = field(default_factory=dict)  # min across ranks (minmax option)
-
-
-@dataclass
-class LogSeries:
-    points: list[LogPoint] = field(default_factory=list)
-    timers: list[TimerBlock] = field(default_factory=list)
-    parts: dict[str, list[LogPoint]] = field(default_factory=dict)  # fwd_bwd -> its points
-    rank_hosts: dict[int, str] = field(default_factory=dict)
-    unread_files: int = 0
-
-
 LineText = Callable[[str, int], str]
-
-
-def series_of(facts: dict[str, dict], rank_hosts: dict[int, str],
-              unread_files: int = 0) -> LogSeries:
-    """The series the job-log parser's facts hold, per file (`iterations`: step, ms, rank,
-    line; `iteration_parts`: step, name, ms, rank, line; `timers`: Megatron's blocks)."""
-    s = LogSeries(rank_hosts=dict(rank_hosts), unread_files=unread_files)
-    for path, f in facts.items():
-        for step, ms, rank, *line in f.get("iterations") or []:
-            s.points.append(LogPoint(int(step), float(ms), rank, path,
-                                     int(line[0]) if line else 0))
-        for step, name, ms, rank, line in f.get("iteration_parts") or []:
-            s.parts.setdefault(name, []).append(LogPoint(int(step), float(ms), rank, path,
-                                                         int(line)))
-        s.timers += [TimerBlock(path, b["line"], b["times"], b.get("lines", {}),
-                                b.get("mins", {}))
-                     for b in f.get("timers") or []]
-    return s
 
 
 def timer_class(name: str) -> str | None:
@@ -114,73 +75,12 @@ def timer_class(name: str) -> str | None:
     return None
 
 
-def _quarters(values: list[float]) -> tuple[float, float]:
-    q = max(2, len(values) // 4)
-    return median(values[:q]), median(values[-q:])
-
-
 def _event(p: LogPoint, summary: str, role: Role, line_text: LineText,
            node: str | None = None, category: str | None = None) -> Event:
     return Event(kind=EventKind.other, role=role, category=category, node=node, rank=p.rank,
                  summary=summary, locator=Locator(path=p.path, line_start=p.line,
                                                   line_end=p.line),
                  excerpt=line_text(p.path, p.line) or summary)
-
-
-def _main_series(points: list[LogPoint]) -> list[LogPoint]:
-    """The longest one rank's series (every rank prints the same step times in a synchronous
-    job; a log without rank prefixes is one series)."""
-    by_rank: dict[int | None, list[LogPoint]] = {}
-    for p in points:
-        by_rank.setdefault(p.rank, []).append(p)
-    return sorted(max(by_rank.values(), key=len, default=[]), key=lambda p: p.step)
-
-
-@dataclass
-class Rise:
-    first_ms: float
-    last_ms: float
-    start: LogPoint  # the first point of the slow regime
-    base: LogPoint  # a point of the good regime
-
-    @property
-    def ratio(self) -> float:
-        return self.last_ms / self.first_ms if self.first_ms > 0 else 1.0
-
-    def text(self) -> str:
-        return (f"the training log's own iteration time rose from {self.first_ms:.0f} to "
-                f"{self.last_ms:.0f} ms ({self.ratio:.2f}x) from about step {self.start.step} "
-                f"({self.start.path} line {self.start.line})")
-
-
-def measure_rise(points: list[LogPoint]) -> Rise | None:
-    series = _main_series(points)
-    if len(series) < MIN_POINTS:
-        return None
-    first, last = _quarters([p.ms for p in series])
-    middle = (first + last) / 2
-    k = max(3, len(series) // 16)
-    start = next((series[i] for i in range(len(series) - k + 1)
-                  if series[i].ms >= middle
-                  and median(p.ms for p in series[i:i + k]) >= middle), series[-1])
-    return Rise(first, last, start, series[0])
-
-
-def _single_out(points: list[LogPoint]) -> tuple[int, float, float] | None:
-    """(rank, its median, the other ranks' median) when one rank's median is `STRAGGLER` x
-    the others' (at least four ranks with `MIN_POINTS` / 2 points each)."""
-    by_rank: dict[int, list[float]] = {}
-    for p in points:
-        if p.rank is not None:
-            by_rank.setdefault(p.rank, []).append(p.ms)
-    ranked = {r: median(v) for r, v in by_rank.items() if len(v) >= MIN_POINTS // 2}
-    if len(ranked) < 4:
-        return None
-    slow_rank, slow = max(ranked.items(), key=lambda kv: kv[1])
-    others = median(v for r, v in ranked.items() if r != slow_rank)
-    if others <= 0 or slow < STRAGGLER * others:
-        return None
-    return slow_rank, slow, others
 
 
 def straggler(s: LogSeries, rise: Rise | None, line_text: LineText) -> SlowdownVerdict | None:
@@ -193,7 +93,7 @@ def straggler(s: LogSeries, rise: Rise | None, line_text: LineText) -> SlowdownV
     step_ms = median(p.ms for p in s.points) if s.points else 0.0
     for what, pts in series.items():
         stretch = [p for p in pts if since is None or p.step >= since]
-        found = _single_out(stretch)
+        found = single_out(stretch)
         # a part's excess must cost the step something (2 ms against 1.5 is noise)
         if found is not None and found[1] - found[2] >= MIN_EXCESS * step_ms:
             return _straggler_verdict(s, what, stretch, *found, line_text)
@@ -232,7 +132,7 @@ def _timer_change(blocks: list[TimerBlock]) -> dict[str, tuple[float, float]]:
     for n in names:
         vals = [b.times[n] for b in blocks if n in b.times]
         if len(vals) >= 4:
-            out[n] = _quarters(vals)
+            out[n] = quarters(vals)
     return out
 
 
@@ -242,7 +142,7 @@ def _only_the_max_grew(blocks: list[TimerBlock], name: str) -> bool:
     maxes = [b.times[name] for b in blocks if name in b.mins]
     if len(mins) < 4:
         return False
-    (lo0, lo1), (hi0, hi1) = _quarters(mins), _quarters(maxes)
+    (lo0, lo1), (hi0, hi1) = quarters(mins), quarters(maxes)
     return hi1 > hi0 and lo1 - lo0 < HELD * (hi1 - hi0)
 
 

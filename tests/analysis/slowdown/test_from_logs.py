@@ -5,13 +5,8 @@ say what was measured, each at most 0.6."""
 from __future__ import annotations
 
 from goodput_agent.analysis.abstention import NOTHING_TO_COMPARE, SILENCE, UNREAD
-from goodput_agent.analysis.slowdown.from_logs import (
-    MAX_CONFIDENCE,
-    LogPoint,
-    LogSeries,
-    TimerBlock,
-    log_verdict,
-)
+from goodput_agent.analysis.log_series import LogPoint, LogSeries, TimerBlock
+from goodput_agent.analysis.slowdown.from_logs import MAX_CONFIDENCE, log_verdict
 
 
 def _text(path: str, line: int) -> str:
