@@ -18,8 +18,8 @@ from pathlib import Path
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
-from goodput_agent.parsing.k8s.relayed import event_verdict, relayed_verdict
-from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination, eviction_verdict
+from goodput_agent.parsing.k8s.relayed import event_verdict
+from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"
@@ -148,12 +148,11 @@ class _Reader:
         return sections.get(key, ""), None
 
     def _status_verdict(self, message: str) -> Verdict | None:
-        """A pod's status message: the kubelet's eviction (`Reason: Evicted` above it, "The
-        node was low on resource: memory"), or a fault relayed from the runtime."""
-        if self.status_reason == "Evicted":
-            verdict = eviction_verdict(message)
-            return verdict if verdict.category else None
-        return relayed_verdict(message)
+        """A pod's status `Reason:` and `Message:`, judged as an Event with that reason and
+        message is (the kubelet's eviction, a fault relayed from the runtime, a deadline or a
+        preemption); only what names a class counts here."""
+        verdict = event_verdict(self.status_reason, message, "Normal")
+        return verdict if verdict is not None and verdict.category else None
 
     def _table_row(self, section: str, line: str, n: int) -> bool:
         cells = _TABLE_SPLIT.split(line.strip())

@@ -160,3 +160,17 @@ def test_a_pods_eviction_status_message_is_the_kubelets_eviction(
     assert [e.category for e in judged] == ([category] if category else [])
     if category:
         assert judged[0].node == "gpu-node-11" and judged[0].locator.line_start == 6
+
+
+@pytest.mark.parametrize(("reason", "message", "category"), [
+    ("DeadlineExceeded", "Job was active longer than specified deadline", "time_limit"),
+    ("Preempted", "Preempted in order to admit critical pod", "preempted"),
+    ("Completed", "done", None),
+])
+def test_a_pods_status_reason_is_judged_as_an_event_with_that_reason_is(
+        tmp_path, reason: str, message: str, category: str | None) -> None:
+    text = EVICTED_POD.format(reason=reason, resource="memory").replace(
+        "The node was low on resource: memory. Container trainer was using 1275700Ki, which "
+        "exceeds its request of 0.", message)
+    judged = [e for e in parse(tmp_path, text).events if e.role == Role.primary]
+    assert [e.category for e in judged] == ([category] if category else [])
