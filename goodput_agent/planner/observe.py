@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from goodput_agent.analysis.failure.observations import Activity, Observations
+from goodput_agent.analysis.failure.observations import Activity, Observations, short_name
 from goodput_agent.bundle import Inventory
 from goodput_agent.core.events import Event
 from goodput_agent.parsing.registry import KUBERNETES_FORMATS, SLURM_FORMATS
@@ -28,18 +28,19 @@ def scheduler_kind(inv: Inventory | None) -> str | None:
 
 def files_named_after_nodes(inv: Inventory, nodes: set[str]) -> dict[str, str]:
     """The node of each file no folder places (nodes/NODE/...) whose name holds one of the
-    job's node names as a whole word (dmesg-a100-38.txt, kern.gpu-3.log, a100-38_syslog):
-    where its lines name no host, the file is that node's. Of names inside one another
-    (a100-3, a100-38), the longest that is whole wins."""
+    job's node names, or its short name, as a whole word (dmesg-a100-38.txt, kern.gpu-3.log,
+    a100-38_syslog for a100-38.cluster): where its lines name no host, the file is that
+    node's. Of names inside one another (a100-3, a100-38), the longest that is whole wins."""
     out: dict[str, str] = {}
     for f in inv.files:
         if f.node_hint:
             continue
         name = PurePosixPath(f.rel_path).name
-        hits = [n for n in nodes if n and n in name and re.search(
-            rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", name)]
+        hits = [(spelled, n) for n in nodes if n for spelled in {n, short_name(n)}
+                if spelled in name and re.search(
+                    rf"(?<![A-Za-z0-9]){re.escape(spelled)}(?![A-Za-z0-9])", name)]
         if hits:
-            out[f.rel_path] = max(hits, key=len)
+            out[f.rel_path] = max(hits, key=lambda h: len(h[0]))[1]
     return out
 
 

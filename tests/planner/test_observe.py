@@ -12,7 +12,7 @@ from goodput_agent.planner.observe import files_named_after_nodes
 
 XID = "[Tue Sep 15 10:18:06 2026] NVRM: Xid (PCI:0000:9b:00): 79, pid=2393827, name=python, " \
       "GPU has fallen off the bus.\n"
-NODES = {"a100-3", "a100-38", "gpu-node-7"}
+NODES = {"a100-3", "a100-38", "gpu-node-7", "gpu-node-9.cluster.local"}
 
 
 @pytest.mark.parametrize(("name", "node"), [
@@ -20,6 +20,7 @@ NODES = {"a100-3", "a100-38", "gpu-node-7"}
     ("a100-3.dmesg", "a100-3"),
     ("kern.gpu-node-7.log", "gpu-node-7"),
     ("syslog_a100-38", "a100-38"),
+    ("dmesg-gpu-node-9.txt", "gpu-node-9.cluster.local"),  # the short name of an FQDN
     ("dmesg-a100-381.txt", None),  # another node's name, not a word of it
     ("dmesg.txt", None),
 ])

@@ -74,9 +74,12 @@ def _rank_pids(obs: Observations) -> dict[int, list[tuple[str, int]]]:
 
 
 def _names_in(path: str, hosts: set[str]) -> list[str]:
-    """The known hosts whose short name the dump's path spells out as a whole word."""
-    return [h for h in hosts if re.search(rf"(?<![A-Za-z0-9]){re.escape(short_name(h))}"
-                                          rf"(?![A-Za-z0-9])", path.lower())]
+    """The known hosts whose short name the dump's path spells out as a whole word, one name
+    per host (trn-a2 and trn-a2.cluster are one)."""
+    found = {short_name(h): h for h in sorted(hosts, key=len)
+             if re.search(rf"(?<![A-Za-z0-9]){re.escape(short_name(h))}(?![A-Za-z0-9])",
+                          path.lower())}
+    return sorted(found.values())
 
 
 def _place(e: Event, by_pid: dict[int, list[tuple[str, int]]], hosts: set[str],

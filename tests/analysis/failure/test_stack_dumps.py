@@ -112,3 +112,19 @@ def test_without_nccl_init_lines_the_dumps_file_name_places_the_node_but_no_rank
     got = _investigate(tmp_path, bundle)
     assert (got.category, got.rank, got.node) == ("hang", None, "trn-a2")
     assert got.confidence <= 0.6 and "which ranks were dumped is not known" in got.summary
+
+
+def test_an_odd_process_placed_on_its_node_only_says_so(tmp_path: Path) -> None:
+    """Without the odd process's NCCL init line its rank is not known, its dump's file name
+    still names its host: the hang is that node's, and the report says what would name the
+    rank (not that the collective sequence numbers named no one)."""
+    ranks = dict(RANKS)
+    host, _, frames = ranks[ODD]
+    ranks[ODD] = (host, 5200, frames)  # a pid no other process has
+    bundle = _bundle(tmp_path, ranks, set(ranks))
+    (bundle / "logs" / f"rank{ODD}.log").write_text("loading shards\nstep 118 loss 2.31\n")
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        report = investigate_bundle(bundle, ledger)
+    got = report.root_cause
+    assert (got.category, got.node) == ("hang", host)
+    assert not any("sequence numbers" in u for u in report.unknowns)
