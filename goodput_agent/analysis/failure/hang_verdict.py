@@ -60,6 +60,8 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
             conf, summary, notes = quiet_bundle(obs)
             unknowns.extend(notes)
             return FailureVerdict(category="unknown", confidence=conf, summary=summary)
+        if not failed and (lone := _rankless_timeouts(symptoms)):
+            return _rankless_hang(lone, unknowns)
         why = "the scheduler reports a failure but no log explains it" if failed else (
             f"the bundle holds only symptoms ({len(symptoms)}, the first: "
             f"{symptoms[0].summary} at {symptoms[0].locator}); what started the failure is "
@@ -102,6 +104,26 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
 
 
 SILENCE_CONFIDENCE = 0.45  # a hang told by the waiting ranks alone, the others unheard
+
+
+def _rankless_timeouts(symptoms: list[Event]) -> list[Event]:
+    """Collective timeouts that name no rank (the watchdog's C++ frames alone), when they are
+    all the bundle holds besides other symptoms: no rank's alignment can be read."""
+    timeouts = [e for e in symptoms if e.kind == EventKind.nccl_watchdog_timeout]
+    return timeouts if timeouts and all(e.rank is None for e in timeouts) else []
+
+
+def _rankless_hang(timeouts: list[Event], unknowns: list[str]) -> FailureVerdict:
+    """A collective that timed out, with nothing in the bundle that started it and no rank
+    named: a hang, as a lone rank's timeout is, at the confidence of the ranks unheard."""
+    first = timeouts[0]
+    unknowns.append("the timed-out process names no rank, and no other rank's output is in the "
+                    "bundle: every rank's log (and the world size) would tell which stopped "
+                    "first, or whether one failed on its own")
+    return FailureVerdict(
+        category="hang", confidence=SILENCE_CONFIDENCE, evidence=timeouts[:3],
+        summary=(f"A collective timed out ({first.summary} at {first.locator}) and nothing in "
+                 "the bundle started it: a hang, on a rank the bundle does not name"))
 
 
 def _unaccounted_text(hang: HangFinding) -> str:
