@@ -35,6 +35,7 @@ class HangFinding(BaseModel):
     # ranks whose output is not in the bundle at all: their silence is no evidence
     unaccounted: list[int] = Field(default_factory=list)
     world_known: bool = True
+    from_dumps: bool = False  # told by the processes' stacks, not by the collectives' progress
 
 
 def _int(value: object) -> int | None:
@@ -275,7 +276,7 @@ def _from_dumps(odd: OddProcessOut) -> HangFinding:
     return HangFinding(
         rank=p.rank, node=p.node if p.rank is None else None, strength=odd.strength,
         ranks_behind=[p.rank] if p.rank is not None else [], reason=odd.reason,
-        evidence=[p.event, *(w.event for w in odd.waiting[:1])])
+        evidence=[p.event, *(w.event for w in odd.waiting[:1])], from_dumps=True)
 
 
 def heard_ranks(events: list[Event], obs: Observations) -> set[int]:

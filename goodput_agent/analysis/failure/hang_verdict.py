@@ -87,12 +87,13 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
         unknowns.append(f"the output of {_unaccounted_text(hang)} is not in the bundle: add "
                         "every rank's log (and the world size) to tell which rank stopped "
                         "first, or whether one failed on its own")
-    elif hang.rank is None and hang.node is None:
+    elif hang.rank is None and hang.from_dumps:
+        where = f"on {hang.node}, not on one of its ranks" if hang.node else "on no rank"
+        unknowns.append(f"the stacks place the process that is elsewhere {where}: NCCL's Init "
+                        "COMPLETE lines (host:pid ... rank N) would map its pid to a rank")
+    elif hang.rank is None:
         unknowns.append("the hung rank could not be singled out from the collective sequence "
                         "numbers; a Flight Recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) would")
-    elif hang.rank is None:
-        unknowns.append(f"the hang is placed on {hang.node}, not on one of its ranks: NCCL's "
-                        "Init COMPLETE lines of that node's ranks would map the process to one")
     sym = symptom_alternative(events, None, node)
     if sym:
         alts.append(sym)
