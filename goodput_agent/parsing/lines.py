@@ -182,6 +182,15 @@ def hard_wrap_width(head: str, min_width: int = 60) -> int | None:
     return width if width >= min_width and at_width >= max(3, len(filled) // 5) else None
 
 
+def cut_rows_continue(head: str, width: int, starts_a_line: Callable[[str], bool]) -> bool:
+    """Whether a row of `head` that reaches `width` is continued by the next: the cut a
+    terminal made, as opposed to rows of one width that each start a line (repeated messages
+    of equal length), which need no rejoining, and whose file is read at the prefilter's pace."""
+    rows = [ln.rstrip("\r") for ln in head.split("\n")[:400]]
+    return any(len(a.rstrip()) >= width - 1 and b.strip() and not starts_a_line(b)
+               for a, b in zip(rows, rows[1:], strict=False))
+
+
 def rejoined_lines(path: Path, width: int, starts_a_line: Callable[[str], bool],
                    count: LineCount | None = None) -> Iterator[tuple[int, str]]:
     """The logical lines of a copy hard-wrapped at `width`, numbered by their first physical

@@ -35,3 +35,23 @@ def test_ansi_colour_codes_are_stripped(tmp_path: Path) -> None:
     p.write_bytes(b"\x1b[31mERROR\x1b[0m NCCL WARN x\n\x1b[2Kplain\n")
     assert list(scan_lines(p, [b"NCCL"])) == [(1, "ERROR NCCL WARN x")]
     assert [t for _, t in iter_lines(p)] == ["ERROR NCCL WARN x", "plain"]
+
+
+def test_rows_of_one_width_are_cut_only_where_the_next_row_continues_them() -> None:
+    """A terminal's cut is a full row continued by the next; repeated messages of one length,
+    each starting a line, are no cut (and their file keeps the prefilter's pace)."""
+    from goodput_agent.parsing.lines import cut_rows_continue
+
+    def starts(row: str) -> bool:
+        return row.startswith("[")
+
+    equal = "\n".join(f"[{i:>8}.000000] audit: type=1400 op=open name=/proc/{i:04d}/stat"
+                      for i in range(12))
+    width = len(equal.splitlines()[0])
+    assert not cut_rows_continue(equal, width, starts)
+    cut = equal.splitlines()
+    cut[5] = cut[5][: width - 10]
+    xid = "[       5.000000] NVRM: Xid (PCI:0000:9b:00): 79, pid=1, name=python, GPU"
+    cut.insert(5, xid[:width])
+    cut.insert(6, " has fallen off the bus.")
+    assert cut_rows_continue("\n".join(cut), width, starts)

@@ -22,6 +22,7 @@ from goodput_agent.parsing.kernel_log.prefixes import (
 )
 from goodput_agent.parsing.lines import (
     LineCount,
+    cut_rows_continue,
     hard_wrap_width,
     read_head,
     rejoined_lines,
@@ -157,7 +158,7 @@ def _marked_lines(path: Path, head: str, count: LineCount) -> Iterator[tuple[int
     """The lines holding a marker; in a copy cut at a terminal's width (pasted from a
     terminal), each line rejoined first, so that words split across rows still match."""
     width = hard_wrap_width(head)
-    if width is None:
+    if width is None or not cut_rows_continue(head, width, _kernel_shaped):
         yield from scan_lines(path, MARKERS, count)
         return
     for lineno, line in rejoined_lines(path, width, _kernel_shaped, count):
