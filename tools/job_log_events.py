@@ -35,9 +35,8 @@ class JobLogEventsTool(Tool[JobLogInput, EventsOutput]):
     def run(self, ctx: ToolContext, args: JobLogInput) -> EventsOutput:
         out = read_events(ctx, JOB_LOG_FORMATS, node=args.node, rank=args.rank)
         inv = ctx.bundle.inventory if ctx.bundle else None
-        if inv is not None:
-            _scan_other_formats(inv, out, args)
         if inv is not None:  # how much of the bundle could be read at all (analysis weighs it)
+            _scan_other_formats(inv, out, args)
             out.facts[BUNDLE_FACTS] = {
                 "bundle_files": len(inv.files) + len(inv.unread),
                 "bundle_unread": sorted(u.path for u in inv.unread),

@@ -98,8 +98,6 @@ def _share_for(run: RunRecord, shares: list[tuple[float | None, float, str]],
     return sum(s for s, _ in mine) / len(mine), ", ".join(p for _, p in mine)
 
 
-
-
 def _log_files(bundle: Bundle) -> list[str]:
     """Job logs, which include the program output no other format claimed (a training log
     that prints steps and nothing a failure parser knows is still the job's log)."""
