@@ -19,7 +19,7 @@ from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.k8s.relayed import event_verdict
-from goodput_agent.parsing.k8s.verdicts import Verdict, classify_termination
+from goodput_agent.parsing.k8s.verdicts import GPU_SHORTFALL, Verdict, classify_termination
 from goodput_agent.parsing.lines import read_whole_text
 
 FORMAT = "k8s_describe"
@@ -210,8 +210,7 @@ class _Reader:
         self.add(Verdict(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware"),
                  f"node {node or '?'} offers {alloc} of its {cap} GPUs: the device plugin "
                  "marked the others unhealthy", first, last,
-                 detail={"capacity": cap, "allocatable": alloc, "weight": 0.6,
-                         "user_space": "device plugin"})
+                 detail={"capacity": cap, "allocatable": alloc, **GPU_SHORTFALL})
 
     def _what(self) -> str:
         kind = "node" if self.is_node else "pod"

@@ -19,6 +19,7 @@ from goodput_agent.parsing.k8s.document import (
 from goodput_agent.parsing.k8s.relayed import relayed_verdict
 from goodput_agent.parsing.k8s.verdicts import (
     EVICTED_RESOURCE,
+    GPU_SHORTFALL,
     Verdict,
     classify_k8s_event,
 )
@@ -69,7 +70,7 @@ def read_node(b: DocumentEvents, base: JsonPath, item: dict[str, Any]) -> dict[s
               base + ("status", "allocatable"),
               f"node {name} offers {allocatable} of its {capacity} GPUs: the device plugin "
               "marked a GPU unhealthy", node=name, ts_value=None,
-              detail={"capacity": capacity, "allocatable": allocatable, "weight": 0.6})
+              detail={"capacity": capacity, "allocatable": allocatable, **GPU_SHORTFALL})
     return {"name": name, "ready": ready, "reason": ready_reason, "taints": taint_keys,
             "unschedulable": bool(spec.get("unschedulable")),
             "gpu_capacity": gpus[0] if gpus else None}

@@ -27,11 +27,12 @@ _INIT_OOM = re.compile(r"container init was OOM-killed")
 def relayed_verdict(message: str) -> Verdict | None:
     """The fault a device plugin's or container runtime's message names, else None."""
     if "GPU" in message and (m := _GPU_LOST.search(message)):
-        detail: dict[str, object] = {"user_space": "device plugin (NVML)"}
+        # NVML's own word on the GPU's state, as the device plugin relays it
+        detail: dict[str, object] = {"user_space": "device plugin (NVML)", "weight": 0.8}
         if m["index"] is not None:
             detail["gpu_index"] = int(m["index"])
         return Verdict(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
-                       weight="medium", detail=detail)
+                       detail=detail)
     if "OOM-killed" in message and _INIT_OOM.search(message):
         # runc's own record (it read the container's memory cgroup), not a guess from exit 137
         return Verdict(EventKind.cgroup_oom, Role.primary, "host_oom",

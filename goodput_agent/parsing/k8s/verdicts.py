@@ -23,6 +23,11 @@ class Verdict:
     detail: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
+# a node offering fewer GPUs than it has: the device plugin withdrew the ones it marked
+# unhealthy (an Xid it treats as fatal, a GPU lost); its own health record, not the kernel's
+GPU_SHORTFALL = {"weight": 0.8, "user_space": "device plugin"}
+
+
 def classify_termination(reason: str, exit_code: int | None, signal: int | None) -> Verdict:
     """What one container termination says about the failure."""
     if reason == "OOMKilled":

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from goodput_agent.analysis.failure.ceilings import SECONDHAND_TWICE, UNCORROBORATED
+from goodput_agent.analysis.failure.ceilings import (
+    OWNERS_RECORD,
+    OWNERS_TWICE,
+    UNCORROBORATED,
+)
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 
@@ -55,7 +59,7 @@ def test_the_device_plugins_gpu_lost_is_the_pods_node_gpu_said_second_hand(tmp_p
     rc = _investigate(tmp_path, _bundle(tmp_path / "b", "UnexpectedAdmissionError",
                                         "UnexpectedAdmissionError", GPU_LOST))
     assert (rc.category, rc.node) == ("gpu_hardware", "gpu-a-07")
-    assert 0.5 <= rc.confidence <= UNCORROBORATED  # one second-hand artifact
+    assert UNCORROBORATED < rc.confidence <= OWNERS_RECORD  # NVML's record, no kernel's
 
 
 def test_a_ranks_cuda_error_on_that_node_agrees_but_stays_second_hand(tmp_path) -> None:
@@ -63,7 +67,9 @@ def test_a_ranks_cuda_error_on_that_node_agrees_but_stays_second_hand(tmp_path) 
                                         "UnexpectedAdmissionError", GPU_LOST,
                                         rank_error="RuntimeError: CUDA error: unknown error"))
     assert (rc.category, rc.node) == ("gpu_hardware", "gpu-a-07")
-    assert UNCORROBORATED < rc.confidence <= SECONDHAND_TWICE
+    alone = _investigate(tmp_path, _bundle(
+        tmp_path / "b2", "UnexpectedAdmissionError", "UnexpectedAdmissionError", GPU_LOST))
+    assert alone.confidence <= rc.confidence <= OWNERS_TWICE
 
 
 def test_runcs_container_init_oom_kill_is_host_memory_on_the_pods_node(tmp_path) -> None:
