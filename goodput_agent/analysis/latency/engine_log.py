@@ -3,17 +3,23 @@ histograms: what the engine says about itself (requests waiting and running, KV-
 prompt and generation throughput, preemptions for lack of cache) decides where requests spend
 their time, without a measured latency and without a baseline window.
 
-How it decides (each verdict at most 0.65: latency itself is not measured here):
+How it decides. Each verdict rests on the engine's own record of its queue, cache and
+throughput (record_levels.OWNERS_RECORD at most): latency itself is not measured here, so what
+would corroborate the cause (the latency histograms of two windows) is missing.
 - a stuck engine first: requests running while it generates (next to) nothing in most samples
   is not load, whatever waits: `unknown` at 0.6 (the counters rule the load classes out),
   saying so and what would show where it is stuck;
 - prefill interference: prompt bursts that cut generation to half or less with nothing waiting
-  (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill;
+  (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill, an inference from
+  throughput that no record of the engine states;
 - kv_cache_pressure: the scheduler preempted requests for lack of KV-cache space (its own
-  warning), or the cache ran at >= 90 % while requests waited in most samples.
-- queueing: requests waited in most samples (mean >= 1) with the cache below 90 %; when prompt
-  throughput is >= 10x generation throughput the engine is prefill-bound, so the wait is behind
-  the prompts' prefill (prompt length is named as the alternative: no baseline shows that the
+  record, OWNERS_RECORD; a step less when its samples show the cache below full), or the cache
+  ran at >= 90 % while requests waited in most samples (ONE_ARTIFACT: a batch limit holds
+  requests back the same way);
+- queueing: requests waited in most samples (mean >= 1) with the cache below 90 %: the
+  engine's count of waiting requests, OWNERS_RECORD; when prompt throughput is >= 10x
+  generation throughput the engine is prefill-bound, so the wait may be behind the prompts'
+  prefill (prompt length is named as the alternative, ONE_ARTIFACT: no baseline shows that the
   prompts got longer).
 - otherwise unknown: the engine is not saturated by its own numbers, so the latency is spent
   outside its queue and cache (said, with the numbers).
@@ -32,6 +38,7 @@ from goodput_agent.analysis.abstention import (
     unknown_confidence,
 )
 from goodput_agent.analysis.advice import Advice, Premise
+from goodput_agent.analysis.record_levels import ONE_ARTIFACT, OWNERS_RECORD
 from goodput_agent.core.events import Event
 from goodput_agent.metrics.source import MissingEvidence
 
@@ -40,7 +47,8 @@ from .model import LatencyResult, LatencyVerdict
 KV_FULL = 0.9
 MOST = 0.5  # share of samples
 PREFILL_BOUND = 10.0  # prompt tokens/s over generation tokens/s
-MAX_CONFIDENCE = 0.65
+MAX_CONFIDENCE = OWNERS_RECORD
+RIVAL_NAMED = 0.05  # a step below, for a rival the same numbers leave open
 NO_HISTOGRAMS = MissingEvidence(
     what="latency histograms (end-to-end, queue, prefill, decode)",
     why="the bundle has the engine's log, not its /metrics: latency itself is not measured "
@@ -114,16 +122,18 @@ def _queueing(n: _Numbers) -> tuple[float, str, list[tuple[str, float, str]]]:
         alternatives.append(("prompt_length", 0.3,
                              "prefill dominates the engine's work, but without a baseline "
                              "nothing shows that prompts got longer"))
-    return 0.55, text, alternatives
+        return ONE_ARTIFACT + RIVAL_NAMED, text, alternatives
+    return OWNERS_RECORD, text, alternatives
 
 
 def _kv(n: _Numbers) -> tuple[float, str]:
     if n.preemptions:
-        conf = 0.65 if (n.kv_max or 0) >= KV_FULL or not n.samples else 0.6
+        full = (n.kv_max or 0) >= KV_FULL or not n.samples
+        conf = OWNERS_RECORD if full else OWNERS_RECORD - RIVAL_NAMED
         return conf, (f"The KV cache is the limit: the scheduler preempted requests "
                       f"{n.preemptions} time(s) for lack of KV-cache space"
                       + (f", with the cache at up to {_pct(n.kv_max)}" if n.samples else ""))
-    return 0.5, (f"The KV cache is the limit: usage up to {_pct(n.kv_max)} (mean "
+    return ONE_ARTIFACT, (f"The KV cache is the limit: usage up to {_pct(n.kv_max)} (mean "
                  f"{_pct(n.kv_mean)}) while requests waited in {n.waiting_share:.0%} of the "
                  f"samples (mean {n.waiting_mean:.1f} waiting): new requests wait for blocks")
 

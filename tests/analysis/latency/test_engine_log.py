@@ -1,9 +1,11 @@
-"""The latency question from the engine's own log: each rule decides on its numbers, and a
-verdict without measured latency never claims more than 0.65."""
+"""The latency question from the engine's own log: each rule decides on its numbers; a verdict
+without measured latency never claims more than the owner's record (record_levels.py), and one
+that rests on an inference, or leaves a rival open, claims less."""
 
 from datetime import UTC, datetime
 
 from goodput_agent.analysis.latency.engine_log import MAX_CONFIDENCE, analyse_engine_log
+from goodput_agent.analysis.record_levels import ONE_ARTIFACT, OWNERS_RECORD
 from goodput_agent.core.events import Event, EventKind, Locator, Role
 
 
@@ -38,6 +40,21 @@ def test_a_prefill_bound_queue_names_prompt_length_as_the_alternative() -> None:
     r = analyse_engine_log(events, ["server.log"])
     assert r.verdict.category == "queueing" and "prefill-bound" in r.verdict.summary
     assert [a[0] for a in r.verdict.alternatives] == ["prompt_length"]
+    plain = analyse_engine_log([_stats(i, 32, 20 + i, 0.5) for i in range(6)], ["server.log"])
+    assert r.verdict.confidence < plain.verdict.confidence  # the rival it leaves open
+
+
+def test_the_engines_own_record_is_the_owners_level_and_inferences_stay_below() -> None:
+    """What the scheduler records of itself (requests waiting, requests preempted for cache
+    space) is the owner's record; a full cache with requests waiting (a batch limit looks the
+    same) and prompt bursts that cut decode are inferences from its numbers."""
+    owners = [analyse_engine_log([_stats(i, 32, 20 + i, 0.5) for i in range(6)], ["s.log"]),
+              analyse_engine_log([_preempted(1, 40), _preempted(2, 41)], ["s.log"])]
+    inferred = [analyse_engine_log([_stats(i, 18, 30, 0.96) for i in range(4)], ["s.log"])]
+    for r in owners:
+        assert ONE_ARTIFACT < r.verdict.confidence <= OWNERS_RECORD == MAX_CONFIDENCE
+    for r in inferred:
+        assert r.verdict.confidence <= ONE_ARTIFACT
 
 
 def test_preemptions_for_cache_space_are_kv_pressure_even_without_stats() -> None:
