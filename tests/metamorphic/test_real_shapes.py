@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from goodput_agent.analysis.failure.ceilings import OWNERS_TWICE, UNCORROBORATED
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 from goodput_agent.report import Report
@@ -21,6 +22,7 @@ EXPECTED = {  # what each unchanged bundle must say: the classes the shapes stan
     "sglang_retract": ("kv_cache_pressure", None),
 }
 HEDGED = 0.5
+NO_KERNEL_CEILING = {"dataloader_killed": UNCORROBORATED, "gpu_lost": OWNERS_TWICE}
 
 
 def _kept(after: object, before: object) -> bool:
@@ -62,9 +64,11 @@ def test_the_verdict_holds_or_falls_to_unknown(case: str, change: str, ledger: L
     assert kept or after.category == "unknown", (
         f"{case} + {change}: {before.category}/{before.node}/{before.rank} became "
         f"{after.category}/{after.node}/{after.rank} at {after.confidence}: {after.summary}")
-    if change == "no_kernel_log" and case in ("dataloader_killed", "gpu_lost"):
-        # the kernel's own record gone: what others announce is not promised beyond 0.6
-        assert after.confidence <= 0.6
+    if change == "no_kernel_log" and case in NO_KERNEL_CEILING:
+        # the kernel's own record gone: never surer than with it, and a bystander's report
+        # (a DataLoader's SIGKILL) is not promised beyond one artifact, an owner's (nvidia-smi,
+        # a rank's CUDA error agreeing) not beyond what two such records reach
+        assert after.confidence <= min(before.confidence, NO_KERNEL_CEILING[case])
     if change == "one_rank_of_eight" and case == "silent_rank_hang":
         # rank 3's silence means nothing once the other ranks' output is gone
         assert after.rank is None and after.confidence <= HEDGED

@@ -197,7 +197,9 @@ def silent_ranks_own_errors(finding: HangFinding, events: list[Event],
                             rank_hosts: dict[int, str] | None = None) -> list[Event]:
     """The errors the ranks that never entered the stalled collective raised themselves (an
     NCCL call of theirs failing: system, internal or CUDA error) no later than the first
-    watchdog line of a waiting rank: why those ranks stopped, rather than a hang."""
+    watchdog line of a waiting rank: why those ranks stopped, rather than a hang. An error with
+    no time of its own is kept too (whether it came first cannot be checked, and the verdict
+    says so): a rank that raised its own error did not sit in the collective."""
     silent = set(finding.ranks_behind)
     if finding.node is not None:
         silent |= {r for r, h in (rank_hosts or {}).items() if h == finding.node}
@@ -205,11 +207,11 @@ def silent_ranks_own_errors(finding: HangFinding, events: list[Event],
         silent.add(finding.rank)
     waits = [e.ts for e in events if e.kind == EventKind.nccl_watchdog_timeout and e.ts
              and e.rank not in silent]
-    if not silent or not waits:
+    if not silent:
         return []
-    first_wait = min(waits)
+    first_wait = min(waits) if waits else None
     own = [e for e in events if e.kind == EventKind.nccl_error and e.rank in silent
-           and e.category and e.ts and e.ts <= first_wait]
+           and e.category and (e.ts is None or (first_wait is not None and e.ts <= first_wait))]
     return sorted(own, key=Event.sort_key)
 
 

@@ -10,6 +10,7 @@ from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN, UNEXPLAINED
 from goodput_agent.analysis.record_levels import SILENCE_CEILING
 from goodput_agent.core.events import Event, EventKind, Role
 
+from .corroboration import UNTIMED
 from .hang import HangFinding, silent_ranks_own_errors, span
 from .model import BASE_CONFIDENCE, SYMPTOM_KINDS, Alternative, FailureVerdict
 from .notes import fmt_time
@@ -141,16 +142,28 @@ def _unaccounted_text(hang: HangFinding) -> str:
 def _own_error_verdict(own: list[Event], hang: HangFinding, node: str | None) -> FailureVerdict:
     """The ranks the others waited for had failed in NCCL themselves first: that error, not a
     hang, is the story. Its code alone ("unhandled system error") does not say which system
-    call failed, so the confidence stays moderate."""
+    call failed, so the confidence stays moderate; lower still when no error of theirs carries
+    a time (that it came first is inferred from their never entering the collective)."""
     first = own[0]
     ranks = sorted({e.rank for e in own if e.rank is not None})
     where = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
+    untimed = all(e.ts is None for e in own)
+    when = ("(no time of its own; those ranks never entered the collective the others waited "
+            "in)" if untimed else f"at {fmt_time(first.ts)}, before the other ranks' watchdogs "
+            "fired")
     return FailureVerdict(
         category=first.category or "unknown", node=node or first.node,
-        rank=ranks[0] if len(ranks) == 1 else None, confidence=0.6,
+        rank=ranks[0] if len(ranks) == 1 else None,
+        confidence=OWN_ERROR - (UNTIMED if untimed else 0.0),
         evidence=own[:2] + hang.evidence[:1],
         alternatives=[Alternative(category="hang", node=node, confidence=0.2,
                                   evidence=hang.evidence[:1],
                                   why_not=f"the others waited, but {where} had failed first")],
-        summary=(f"{first.summary} on {where}{' on ' + node if node else ''} at "
-                 f"{fmt_time(first.ts)}, before the other ranks' watchdogs fired: {hang.reason}"))
+        unknowns=[f"the error of {where} carries no time: that it came before the others' "
+                  "watchdogs is inferred from those ranks never entering the collective"]
+        if untimed else [],
+        summary=f"{first.summary} on {where}{' on ' + node if node else ''} {when}: "
+                f"{hang.reason}")
+
+
+OWN_ERROR = 0.6

@@ -235,12 +235,13 @@ def test_a_cause_long_before_the_jobs_end_with_no_sign_of_work_after_it_is_kept_
     assert any("pre-existing" in a.why_not and a.rank == 3 for a in v.alternatives)
 
 
-def _one_node_silent(error_at: float) -> list[Event]:
+def _one_node_silent(error_at: float | None) -> list[Event]:
     """Ranks 0-7 on n0 wait in a collective; ranks 8-15 on n1 printed no watchdog line but an
-    NCCL error of their own ("unhandled system error") at `error_at`."""
+    NCCL error of their own ("unhandled system error") at `error_at` (None: untimed)."""
     events = timeouts(range(8), t=1200, seq=None)
     return events + [ev(EventKind.nccl_error, Role.symptom, "network_fault", t=error_at, rank=r,
-                        node="n1", path=f"logs/rank{r}.log", nccl_code="ncclSystemError")
+                        node="n1", path=f"logs/rank{r}.log", nccl_code="ncclSystemError",
+                        clock=Clock.absolute if error_at is not None else Clock.none)
                      for r in range(8, 16)]
 
 
@@ -250,6 +251,18 @@ def test_the_silent_ranks_own_error_before_the_others_waited_is_the_cause() -> N
     assert (v.category, v.node, v.rank) == ("network_fault", "n1", None)
     assert v.confidence < 0.7  # the error code alone does not say which system call failed
     assert any(a.category == "hang" for a in v.alternatives)
+
+
+def test_the_silent_ranks_untimed_own_error_is_the_cause_at_lower_confidence() -> None:
+    """Taking the times off the silent ranks' own error lines never turns their failure into
+    "no rank failed on its own": the verdict keeps their class and node, lower, and says the
+    order is inferred."""
+    hosts = {r: f"n{r // 8}" for r in range(16)}
+    timed = diagnose(Observations(events=_one_node_silent(error_at=600), rank_hosts=hosts))
+    untimed = diagnose(Observations(events=_one_node_silent(error_at=None), rank_hosts=hosts))
+    assert (untimed.category, untimed.node) == (timed.category, timed.node)
+    assert untimed.confidence < timed.confidence and untimed.confidence <= 0.5
+    assert any("carries no time" in u for u in untimed.unknowns)
 
 
 def test_an_error_the_silent_ranks_printed_after_the_others_waited_leaves_a_hang() -> None:
