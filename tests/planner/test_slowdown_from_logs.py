@@ -7,31 +7,38 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from goodput_agent.evals.scorer import suite_dir
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
 from goodput_agent.report import CATEGORIES
 
-NCCL = ("[rank{r}]:node-{n:02d}:1{r:04d}:2{r:04d} [{d}] NCCL INFO comm 0xabc rank {r} nranks 8 "
+NCCL = ("node-{n:02d}:1{r:04d}:2{r:04d} [{d}] NCCL INFO comm 0xabc rank {r} nranks 8 "
         "cudaDev {d} busId 1b000 commId 0x1 - Init COMPLETE\n")
+# who printed a line, as each launcher marks it: torchrun's --tee prefix, srun --label's task id
+PREFIXES = {"torchrun": "[rank{r}]:", "srun_label": "{r}: "}
 
 
-def _straggler_log(root: Path) -> None:
-    lines = [NCCL.format(r=r, n=r // 4, d=r % 4) for r in range(8)]
+def _straggler_log(root: Path, prefix: str = PREFIXES["torchrun"]) -> None:
+    lines = [prefix.format(r=r) + NCCL.format(r=r, n=r // 4, d=r % 4) for r in range(8)]
     for step in range(10, 410, 10):
         for r in range(8):
             fwd = 1300 if (r == 5 and step > 200) else 800
             wait = 20 if (r == 5 or step <= 200) else 520
-            lines.append(f"[rank{r}]:2024-05-01 10:{step // 10:02d}:00,000 - train - step "
-                         f"{step} | step_time {840 if step <= 200 else 1340} ms | fwd_bwd "
+            lines.append(f"{prefix.format(r=r)}2024-05-01 10:{step // 10:02d}:00,000 - train - "
+                         f"step {step} | step_time {840 if step <= 200 else 1340} ms | fwd_bwd "
                          f"{fwd} ms | allreduce_wait {wait} ms\n")
     (root / "train-77.out").write_text("".join(lines))
     (root / "incident.yaml").write_text("question: step time went up on job 77, why?\n"
                                         "job: '77'\n")
 
 
-def test_a_slowdown_question_with_only_a_log_is_answered_from_its_series(tmp_path) -> None:
-    _straggler_log(tmp_path)
+@pytest.mark.parametrize("launcher", sorted(PREFIXES))
+def test_a_slowdown_question_with_only_a_log_is_answered_from_its_series(
+        tmp_path, launcher: str) -> None:
+    """Whichever launcher marked who printed each line, the straggler is the same rank."""
+    _straggler_log(tmp_path, PREFIXES[launcher])
     with Ledger(tmp_path / "l.duckdb") as led:
         report = investigate_bundle(tmp_path, led)
     assert report.kind == "slowdown"

@@ -73,12 +73,15 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         if (point := iteration_point(content)) is not None:
             points = self.facts.setdefault("iterations", [])
             if len(points) < MAX_POINTS:
+                # a launcher's label or local rank is resolved at the end, as events' are
                 rank = self.prefix.rank if self.prefix.rank is not None else self.ctx.rank_hint
-                points.append([*point, rank, self.lineno])
+                who: int | LinePrefix | None = rank if rank is not None or \
+                    self.prefix == LinePrefix() else self.prefix
+                points.append([*point, who, self.lineno])
                 if named := iteration_parts(content):
                     parts = self.facts.setdefault("iteration_parts", [])
                     if len(parts) < MAX_POINTS * 4:
-                        parts += [[point[0], name, ms, rank, self.lineno] for name, ms in named]
+                        parts += [[point[0], name, ms, who, self.lineno] for name, ms in named]
         self.timers.feed(content, self.lineno)
         if "orld" in content and (m := _WORLD.search(content)):
             self.world.add(int(m[1]))
@@ -144,6 +147,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
                         res.rank_hosts.setdefault(r, next(iter(hosts)))
         for p in self.pending:
             res.events.append(self._event(p, resolve, res))
+        self._rank_series(resolve)
         self.locate_platform_verdicts(res.events)
         if world_size:
             res.facts["world_size"] = world_size
@@ -156,6 +160,13 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         if offsets:
             res.facts["local_rank_offsets"] = {str(k): v for k, v in offsets.items()}
         return res
+
+    def _rank_series(self, resolve: RankResolver) -> None:
+        """The rank of each iteration time a launcher's prefix gave (its label or local rank)."""
+        for key, at in (("iterations", 2), ("iteration_parts", 3)):
+            for row in self.facts.get(key, []):
+                if isinstance(row[at], LinePrefix):
+                    row[at] = resolve.prefix_rank(row[at])
 
     def _event(self, p: Pending, resolve: RankResolver, res: ParseResult) -> Event:
         rank = p.rank if p.rank is not None else resolve.rank(p)
