@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goodput_agent.core.events import EventKind
+from goodput_agent.parsing.k8s.verdicts import KUBELET_MEMORY_EVICTION
 
 _RAY_TASK = re.compile(r"(?:OutOfMemoryError: )?Task was killed due to the node running low on "
                        r"memory")
@@ -81,7 +82,7 @@ def host_memory_message(text: str) -> HostMemory | None:
         return hit
     if _KUBELET_EVICTION.search(text):
         return HostMemory(EventKind.host_oom_kill, "the kubelet evicted a pod: the node was low "
-                          "on memory", {"monitor": "kubelet", "weight": 0.85})
+                          "on memory", dict(KUBELET_MEMORY_EVICTION))
     if m := _WORKER.search(text):
         sig = m["sig"].strip()
         if sig.startswith("Bus error") or "shared memory" in text:

@@ -94,6 +94,9 @@ def classify_k8s_event(reason: str, message: str, event_type: str) -> Verdict | 
     return None
 
 
+# the kubelet's own record of a memory eviction: the killer names the class (a memory monitor,
+# analysis/failure/ceilings.owners_record), wherever the message is pasted
+KUBELET_MEMORY_EVICTION = {"monitor": "kubelet", "weight": 0.85}
 EVICTED_RESOURCE = re.compile(r"low on resource: ([\w\-]+(?:\.[\w\-]+)*)")
 
 
@@ -103,5 +106,6 @@ def eviction_verdict(message: str) -> Verdict:
     resources (ephemeral storage, PIDs) are no memory fault and decide nothing here."""
     m = EVICTED_RESOURCE.search(message)
     if (m and m.group(1) == "memory") or "MemoryPressure" in message:
-        return Verdict(EventKind.host_oom_kill, Role.primary, "host_oom", weight="medium")
+        return Verdict(EventKind.host_oom_kill, Role.primary, "host_oom",
+                       detail=dict(KUBELET_MEMORY_EVICTION))
     return Verdict(EventKind.other, Role.context)

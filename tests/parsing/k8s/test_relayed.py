@@ -13,8 +13,10 @@ import pytest
 from goodput_agent.bundle import scan
 from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
+from goodput_agent.parsing.job_log.host_memory import host_memory_message
 from goodput_agent.parsing.k8s.relayed import event_verdict, relayed_verdict
 from goodput_agent.parsing.k8s.tables import PARSER
+from goodput_agent.parsing.k8s.verdicts import eviction_verdict
 
 GPU_LOST = ("Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: "
             "rpc error: code = Unknown desc = Unable to retrieve list of available devices: "
@@ -63,3 +65,14 @@ def test_an_events_table_reads_the_relayed_faults_and_where_the_pod_was_schedule
     assert got == [("gpu_hardware", "train-worker-1", 3), ("host_oom", "train-worker-2", 4)]
     assert res.facts["pods"] == [{"name": "train-worker-1", "namespace": "ml",
                                   "node": "gpu-a-07"}]
+
+
+def test_the_kubelets_memory_eviction_reads_the_same_wherever_it_is_pasted() -> None:
+    """The killer's own record: the Kubernetes parsers and a pasted job log give it the same
+    weight and the same owner, so its verdict does not depend on which parser read it."""
+    message = ("The node was low on resource: memory. Container trainer was using 61Gi, "
+               "which exceeds its request of 32Gi.")
+    k8s = eviction_verdict(message)
+    pasted = host_memory_message(message)
+    assert pasted is not None and k8s.category == "host_oom"
+    assert k8s.detail == pasted.detail and k8s.detail["monitor"] == "kubelet"
