@@ -250,7 +250,9 @@ def _oom_k8s_container(ctx: Ctx, run: Run) -> Outcome:
     t_end = collateral(ctx, run, t_fail=t_fail, dead=dead, lost=[ni])  # no summary from it
     ctx.node_end[ni], ctx.node_exit[ni] = t_gone, 137
     post_decoys(ctx, t_fail)
-    oc = Outcome(t_end=t_end)
+    # without the kernel's record nothing in the bundle says which of the pod's ranks the
+    # cgroup killed: the pod's log just stops for all of them
+    oc = Outcome(t_end=t_end, exp_rank=None if v == "k8s-silent-oomkill" else "auto")
     oc.pods[ni] = {"exit": 137, "reason": "OOMKilled", "finished": t_gone}
     if v == "k8s-oomkilled":
         killed = next(x for x in block if "Killed process" in x)
