@@ -214,15 +214,16 @@ class NcclLines(DeviceErrors):
             # the socket transport could not reach its peer at all: the path is down, not
             # the peer process gone (that is a reset / closed by peer)
             self.add(EventKind.nccl_error, Role.primary, "network_fault",
-                     f"NCCL socket to {sock['peer']} failed: {sock['why'].strip()}",
+                     f"NCCL socket to {sock['peer'] or 'its peer'} failed: "
+                     f"{sock['why'].strip()}",
                      {**base, "peer": sock["peer"], "reason": sock["why"].strip(),
                       "weight": 0.6}, **kw)
             return True
         if refused := nccl_vocab.PEER_REFUSED.search(text):
             # a fault of the peer (its process, or its host), located by the peer's address
             self.add(EventKind.nccl_error, Role.primary, "network_fault",
-                     f"NCCL could not connect to {refused['peer']}: connection refused (nothing "
-                     "listens there: the peer's process or host)",
+                     f"NCCL could not connect to {refused['peer'] or 'its peer'}: connection "
+                     "refused (nothing listens there: the peer's process or host)",
                      {**base, "peer": refused["peer"], "reason": "Connection refused",
                       "peer_refused": True, "weight": 0.45}, **kw)
             return True

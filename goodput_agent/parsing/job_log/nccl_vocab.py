@@ -28,15 +28,16 @@ _BENIGN_ASYNC = ("client reregistration", "gid table change", "port active", "li
 ASYNC_EVENT = re.compile(r"(?:Got async event|async fatal event on \w+(?: \(0x[0-9a-fA-F]+\))?)"
                          r"\s*:\s*(?P<event>[^,\n]+)")
 
+# NCCL >= 2.7 names the peer ("Connect to 10.0.0.4<56849> failed : ..."); NCCL 2.x before it
+# did not ("include/socket.h:361 NCCL WARN Call to connect timeout : Connection refused")
+_CONNECT = (r"(?:(?:Call to (?:recv|send|connect) (?:from|to)|socketStartConnect: Connect to|"
+            r"socketPollConnect: Connect to|Connect to) (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? "
+            r"(?:failed ?: ?|returned \d+\()|Call to connect (?:failed|timeout) ?: ?)")
 SOCKET_UNREACHABLE = re.compile(
-    r"(?:Call to (?:recv|send|connect) (?:from|to)|socketStartConnect: Connect to|"
-    r"socketPollConnect: Connect to|Connect to) (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? "
-    r"(?:failed ?: ?|returned \d+\()"
-    r"(?P<why>Connection timed out|No route to host|Network is unreachable|Host is unreachable|"
-    r"Software caused connection abort)")
+    _CONNECT + r"(?P<why>Connection timed out|No route to host|Network is unreachable|"
+    r"Host is unreachable|Software caused connection abort)")
 # the peer's address answered but nothing listened: its NCCL process is gone or never came up
-PEER_REFUSED = re.compile(r"Connect to (?P<peer>[0-9a-fA-F.:%\w]+?)(?:<\d+>)? failed ?: ?"
-                          r"Connection refused")
+PEER_REFUSED = re.compile(_CONNECT + r"Connection refused")
 SOCKET_CONFIG = re.compile(
     r"Socket creation failed ?: ?(?P<why>[^\n]{0,80})|"
     r"(?P<noif>(?:Bootstrap|NET/Socket) ?: ?no (?:socket |NCCL_SOCKET_IFNAME )?interface "

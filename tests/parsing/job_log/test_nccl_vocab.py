@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from goodput_agent.core.events import EventKind, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
@@ -32,6 +34,22 @@ def test_socket_connect_abort_is_a_network_fault(tmp_path: Path) -> None:
                            "abort\ngpu-node-4:211:1730 [5] NCCL INFO transport/net.cc:687 -> 2\n")
     (ev,) = _primary(res)
     assert ev.category == "network_fault" and ev.detail["peer"] == "10.8.3.41"
+
+
+@pytest.mark.parametrize(("line", "refused"), [
+    # NCCL >= 2.7 names the peer; as printed in https://github.com/NVIDIA/nccl/issues/1515
+    ("node-2:412:530 [1] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+     "10.4.0.7<40421> failed : Connection refused", True),
+    # NCCL 2.4 did not; as printed in https://github.com/horovod/horovod/issues/584
+    ("node-2:412:530 [1] include/socket.h:361 NCCL WARN Call to connect timeout : Connection "
+     "refused", True),
+    ("node-2:412:530 [1] include/socket.h:361 NCCL WARN Call to connect timeout : No route to "
+     "host", False),
+])
+def test_a_socket_connect_failure_reads_the_same_in_every_nccl_version(
+        tmp_path: Path, line: str, refused: bool) -> None:
+    (ev,) = _primary(_parse(tmp_path, line + "\nnode-2:412:530 [1] NCCL INFO init.cu:420 -> 2\n"))
+    assert ev.category == "network_fault" and bool(ev.detail.get("peer_refused")) is refused
 
 
 def test_no_usable_interface_old_format_without_the_nccl_word(tmp_path: Path) -> None:
