@@ -38,8 +38,15 @@ def _without_bom(data: bytes) -> bytes:
 _ANSI = re.compile(rb"(?:\x1b|#033)\[[0-9;?]*[A-Za-z]|(?<![\w\]\[])\[[0-9;]{1,8}m(?![\w\]])")
 
 
+# what a paste's residue starts with: a literal "[" lets the engine skip to candidates, where
+# _ANSI's alternation (and its lookbehind) tries every position of the text
+_RESIDUE = re.compile(rb"\[[0-9;]{1,8}m")
+
+
 def strip_ansi(raw: bytes) -> bytes:
-    return _ANSI.sub(b"", raw) if b"\x1b" in raw or b"#033[" in raw or b"m" in raw else raw
+    if b"\x1b" in raw or b"#033[" in raw or _RESIDUE.search(raw):
+        return _ANSI.sub(b"", raw)
+    return raw
 
 
 def decode(raw: bytes) -> str:

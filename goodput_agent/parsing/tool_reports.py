@@ -40,6 +40,7 @@ from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.dcgmi_diag import HEADER as _DCGMI
 from goodput_agent.parsing.dcgmi_diag import dcgmi_events
+from goodput_agent.parsing.head_words import holds
 from goodput_agent.parsing.lines import read_whole_text
 from goodput_agent.parsing.profile_table import HEADER as PROFILE_HEADER
 from goodput_agent.parsing.profile_table import profile_tables
@@ -70,9 +71,16 @@ _HOSTS_LINE = re.compile(r"^(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<name>[A-Za-
 
 
 def _hosts_table(text: str) -> bool:
-    """Every line but comments is an address and its names (getent hosts, /etc/hosts)."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return bool(lines) and all(_HOSTS_LINE.fullmatch(ln) for ln in lines)
+    """Every line but comments is an address and its names (getent hosts, /etc/hosts); read
+    until the first line that is not."""
+    seen = False
+    for ln in text.splitlines():
+        if not ln.strip() or ln.lstrip().startswith("#"):
+            continue
+        if not _HOSTS_LINE.fullmatch(ln):
+            return False
+        seen = True
+    return seen
 
 
 # nccl-tests (all_reduce_perf and its siblings): a result row is size, count, type, redop, root,
@@ -84,20 +92,32 @@ _NCCL_TESTS_ROW = re.compile(
     r"\s*$", re.M)
 
 
+# nccl-tests' data types as their rows print them: a row holds one, a text without any has none
+_NCCL_TESTS_TYPES = tuple(f" {t} " for t in (
+    "float", "half", "bfloat16", "double", "int8", "uint8", "int32", "uint32", "int64",
+    "uint64", "fp8_e4m3", "fp8_e5m2"))
+_DNS_WORDS = ("Address", "in-addr.arpa", " has address ")
+
+
 def _kind(text: str) -> str | None:
-    if _BENCH.search(text):
+    """Which report `text` is; each pattern is tried only where its fixed words are present
+    (head_words: one pass finds them all, where a multi-line pattern tries every position of
+    a 64 KiB head)."""
+    if holds(text, "Benchmark Result") and _BENCH.search(text):
         return "bench"
-    if len(_NCCL_TESTS_ROW.findall(text[:64 * 1024])) >= 3:
+    if any(holds(text, t) for t in _NCCL_TESTS_TYPES) and \
+            len(_NCCL_TESTS_ROW.findall(text[:64 * 1024])) >= 3:
         return "nccl_tests"
-    if PROFILE_HEADER.search(text):
+    if holds(text, "Self CPU %") and PROFILE_HEADER.search(text):
         return "profile"
-    if _RAS.search(text):
+    if holds(text, "Job summary") and _RAS.search(text):
         return "ras"
-    if _DCGMI.search(text):
+    if holds(text, "Diagnostic") and _DCGMI.search(text):
         return "dcgmi"
-    if _PYSPY_THREAD.search(text):
+    if holds(text, "Thread ") and _PYSPY_THREAD.search(text):
         return "pyspy"
-    if len(text) < 64 * 1024 and (_DNS.search(text) or _hosts_table(text)):
+    if len(text) < 64 * 1024 and ((any(holds(text, w) for w in _DNS_WORDS)
+                                   and _DNS.search(text)) or _hosts_table(text)):
         return "dns"
     return None
 

@@ -117,11 +117,25 @@ def _kind(obj: str) -> str:
     return {"pod": "Pod", "node": "Node", "job": "Job"}.get(kind, kind)
 
 
-def _rows_like(head: str) -> int:
-    """How many of the head's lines are table rows of one of the three shapes."""
-    lines = [ln for ln in head.splitlines()[:200] if ln.strip()]
-    return sum(1 for ln in lines if _EVENT.match(ln) or _POD.match(ln)
-               or ((m := _NODE.match(ln)) and m["version"]))
+def _row_like(line: str) -> bool:
+    """A table row of one of the three shapes."""
+    return bool(_EVENT.match(line) or _POD.match(line)
+                or ((m := _NODE.match(line)) and m["version"]))
+
+
+def _mostly_rows(lines: list[str]) -> bool:
+    """At least two rows, and rows are at least half of the lines: read until more than half
+    are not (a rank's log is settled after half its head, not all of it)."""
+    allowed = len(lines) // 2  # rows * 2 >= n  <=>  misses <= n // 2
+    rows = misses = 0
+    for ln in lines:
+        if _row_like(ln):
+            rows += 1
+        else:
+            misses += 1
+            if misses > allowed:
+                return False
+    return rows >= 2
 
 
 class K8sTableParser:
@@ -132,9 +146,7 @@ class K8sTableParser:
             return False
         if _HEADERS.search(head):
             return True
-        lines = [ln for ln in head.splitlines()[:200] if ln.strip()]
-        rows = _rows_like(head)
-        return rows >= 2 and rows * 2 >= len(lines)
+        return _mostly_rows([ln for ln in head.splitlines()[:200] if ln.strip()])
 
     def parse(self, path: Path, ctx: ParseContext) -> ParseResult:
         try:
