@@ -32,11 +32,12 @@ def files_named_after_nodes(inv: Inventory, nodes: set[str]) -> dict[str, str]:
     a100-38_syslog for a100-38.cluster): where its lines name no host, the file is that
     node's. Of names inside one another (a100-3, a100-38), the longest that is whole wins."""
     out: dict[str, str] = {}
+    spellings = {(spelled, n) for n in nodes if n for spelled in (n, short_name(n))}
     for f in inv.files:
         if f.node_hint:
             continue
         name = PurePosixPath(f.rel_path).name
-        hits = [(spelled, n) for n in nodes if n for spelled in {n, short_name(n)}
+        hits = [(spelled, n) for spelled, n in spellings
                 if spelled in name and re.search(
                     rf"(?<![A-Za-z0-9]){re.escape(spelled)}(?![A-Za-z0-9])", name)]
         if hits:
