@@ -121,27 +121,29 @@ class NothingStreamed(StreamError):
 
 def sse_payloads(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """The JSON of each `data:` event until `[DONE]`; comments (`: ping`) and other fields are
-    skipped. A stream that ends without any event raises NothingStreamed."""
-    events = 0
+    skipped. A stream that ends without a chunk (nothing, or `[DONE]` alone: no id, no text,
+    no usage) raises NothingStreamed."""
+    chunks = 0
     for raw in lines:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
-        events += 1
         data = line[len("data:"):].strip()
         if data == "[DONE]":
-            return
+            break
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
-            continue  # a broken event says nothing we can use; the stream goes on
+            chunks += 1  # a broken event says nothing we can use; the stream goes on
+            continue
         if isinstance(payload, dict) and payload.get("error"):
             err = payload["error"]
             raise StreamError(str(err.get("message") if isinstance(err, dict) else err)[:300])
         if isinstance(payload, dict):
+            chunks += 1
             yield payload
-    if not events:  # a stream cut after some events keeps them: a cut call is a tool error
-        raise NothingStreamed("the server answered 200 and then sent nothing")
+    if not chunks:  # a stream cut after some chunks keeps them: a cut call is a tool error
+        raise NothingStreamed("the server answered 200 and then sent no chunk")
 
 
 def assemble_stream(payloads: Iterable[dict[str, Any]],

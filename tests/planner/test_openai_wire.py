@@ -11,6 +11,7 @@ import pytest
 
 from goodput_agent.planner.base import UNPARSED_ARGS
 from goodput_agent.planner.openai_wire import (
+    NothingStreamed,
     StreamError,
     assemble_stream,
     parse_arguments,
@@ -54,6 +55,14 @@ def test_stream_stops_at_done_and_raises_an_error_event() -> None:
     assert payloads == [{"choices": []}]  # nothing after [DONE], comments skipped
     with pytest.raises(StreamError, match="overloaded"):
         list(sse_payloads([b'data: {"error": {"message": "overloaded"}}']))
+
+
+@pytest.mark.parametrize("lines", [[], [b": ping"], [b"data: [DONE]"]])
+def test_a_stream_that_carries_no_chunk_is_nothing_streamed(lines: list[bytes]) -> None:
+    """Nothing, or `[DONE]` alone: no id, no text, no usage; the client then asks whole
+    rather than record an empty answer as the model's."""
+    with pytest.raises(NothingStreamed):
+        list(sse_payloads(lines))
 
 
 def test_truncated_stream_arguments_are_kept_as_text() -> None:
