@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from goodput_agent.core.events import Event
 from goodput_agent.parsing.timefmt import ClockPolicy
@@ -28,6 +28,9 @@ class ParseResult(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     lines_read: int = 0
     warnings: list[str] = Field(default_factory=list)
+    # the lines with a failure's words a parser's own pass found (parsing/failure_words.py),
+    # settled against the events once the caller knows which it keeps; never serialized
+    _failure_lines: Any = PrivateAttr(default=None)
 
 
 class ParseError(Exception):

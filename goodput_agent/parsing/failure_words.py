@@ -65,13 +65,39 @@ def unexplained_failure_lines(path: Path, explained: Collection[int]) -> dict[st
     """The count of `path`'s lines that read as a failure and are not among `explained` (the
     lines its parser's events came from), and the first few of their numbers. A detail line
     right after a line that was explained or is harmless belongs to that line's record."""
-    count, kept, settled = 0, [], -1  # settled: the last explained or harmless line
+    lines = FailureLines()
     for n, line in scan_lines(path, MARKERS):
-        if n in explained or not reads_as_failure(line) or (
-                n == settled + 1 and _DETAIL.search(line)):
-            settled = n
-            continue
-        count += 1
-        if len(kept) < LINES_KEPT:
-            kept.append(n)
-    return {"unexplained": count, "lines": kept}
+        lines.see(n, line)
+    return lines.fact(explained)
+
+
+class FailureLines:
+    """The lines of one file that read as a failure, gathered in order by whichever pass reads
+    the file's marker lines (the job log's own scan finds them in the same pass), and settled
+    against the lines its events came from once those are known."""
+
+    def __init__(self) -> None:
+        # (line, a record's detail line, the line before it: 0 not seen, 1 harmless, 2 failing)
+        self.failing: list[tuple[int, bool, int]] = []
+        self._last = (-2, False)  # the last line seen, and whether it read as a failure
+
+    def see(self, n: int, line: str) -> None:
+        """A line holding a failure word (MARKERS), in line order."""
+        before = (2 if self._last[1] else 1) if self._last[0] == n - 1 else 0
+        failing = reads_as_failure(line)
+        if failing:
+            self.failing.append((n, bool(_DETAIL.search(line)), before))
+        self._last = (n, failing)
+
+    def fact(self, explained: Collection[int]) -> dict[str, object]:
+        """FACT for the file: a failing line is settled when its events explain it, or when it
+        is a detail line right after a settled or harmless line."""
+        count, kept, settled = 0, [], set()
+        for n, detail, before in self.failing:
+            if n in explained or (detail and (before == 1 or (before == 2 and n - 1 in settled))):
+                settled.add(n)
+                continue
+            count += 1
+            if len(kept) < LINES_KEPT:
+                kept.append(n)
+        return {"unexplained": count, "lines": kept}

@@ -50,29 +50,41 @@ class Prefilter:
     def line_starts(self, buf: bytes) -> list[int]:
         if self._db is None:
             return _find_each(buf, self.markers)
-        return self._scan(buf)
+        return [start for start, _ in self._scan(buf, None)]
 
-    def _scan(self, raw: bytes) -> list[int]:
+    def tagged_line_starts(self, buf: bytes, groups: Sequence[int]) -> list[tuple[int, int]]:
+        """(line start, the OR of the `groups` bits of the markers it holds), in order: one
+        pass for several readers of the same lines (groups[i] is marker i's bit)."""
+        if self._db is None:
+            return _find_each_tagged(buf, self.markers, groups)
+        return self._scan(buf, groups)
+
+    def _scan(self, raw: bytes, groups: Sequence[int] | None) -> list[tuple[int, int]]:
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
-        starts: list[int] = []
-        line_end = -1  # end of the last line reported: later matches in it add nothing
+        starts: list[list[int]] = []
+        line_end = -1  # end of the last line reported: later matches in it add only their bit
 
-        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        def on_match(marker: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
             nonlocal line_end
+            bit = groups[marker] if groups is not None else 0
             if end <= line_end:
+                starts[-1][1] |= bit
                 return
-            starts.append(raw.rfind(b"\n", 0, end - 1) + 1)
+            starts.append([raw.rfind(b"\n", 0, end - 1) + 1, bit])
             nl = raw.find(b"\n", end - 1)
             line_end = nl if nl != -1 else len(raw)
 
         self._db.scan(raw, match_event_handler=on_match, scratch=scratch)
         # Hyperscan reports literal matches by end offset; should one ever come out of order,
         # the result is still each line once, in order
-        if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):
-            return sorted(set(starts))
-        return starts
+        if any(a[0] >= b[0] for a, b in zip(starts, starts[1:], strict=False)):
+            merged: dict[int, int] = {}
+            for start, bit in starts:
+                merged[start] = merged.get(start, 0) | bit
+            return sorted(merged.items())
+        return [(start, bit) for start, bit in starts]
 
 
 def _compile(markers: tuple[bytes, ...]):  # noqa: ANN202 - hyperscan.Database
@@ -83,14 +95,20 @@ def _compile(markers: tuple[bytes, ...]):  # noqa: ANN202 - hyperscan.Database
 
 
 def _find_each(raw: bytes, markers: tuple[bytes, ...]) -> list[int]:
-    starts: set[int] = set()
-    for marker in markers:
+    return [start for start, _ in _find_each_tagged(raw, markers, [0] * len(markers))]
+
+
+def _find_each_tagged(raw: bytes, markers: tuple[bytes, ...], groups: Sequence[int]
+                      ) -> list[tuple[int, int]]:
+    starts: dict[int, int] = {}
+    for marker, bit in zip(markers, groups, strict=True):
         pos = raw.find(marker)
         while pos != -1:
-            starts.add(raw.rfind(b"\n", 0, pos) + 1)
+            start = raw.rfind(b"\n", 0, pos) + 1
+            starts[start] = starts.get(start, 0) | bit
             end = raw.find(b"\n", pos)
             pos = raw.find(marker, end) if end != -1 else -1
-    return sorted(starts)
+    return sorted(starts.items())
 
 
 @cache

@@ -148,9 +148,12 @@ def decisive_lines(path: Path, ctx: ParseContext) -> ParseResult:
     of them explains."""
     from goodput_agent.parsing import job_log
 
-    events = [e for e in job_log.PARSER.parse(path, ctx).events
+    parsed = job_log.PARSER.parse(path, ctx)
+    events = [e for e in parsed.events
               if e.role.value == "primary" and e.kind.value in _DECISIVE_KINDS]
-    return with_failure_words("job_log", path, ParseResult(format="job_log", events=events))
+    result = ParseResult(format="job_log", events=events)
+    result._failure_lines = parsed._failure_lines
+    return with_failure_words("job_log", path, result)
 
 
 def with_failure_words(fmt: str, path: Path, result: ParseResult) -> ParseResult:
@@ -159,7 +162,10 @@ def with_failure_words(fmt: str, path: Path, result: ParseResult) -> ParseResult
     if fmt not in FREE_TEXT_FORMATS:
         return result
     explained = _event_lines(result)
-    result.facts[FAILURE_WORDS] = unexplained_failure_lines(path, explained)
+    lines = result._failure_lines  # found by the parser's own pass, else read now
+    result.facts[FAILURE_WORDS] = lines.fact(explained) if lines is not None else \
+        unexplained_failure_lines(path, explained)
+    result._failure_lines = None  # settled: not carried back from a worker process
     return result
 
 

@@ -99,7 +99,9 @@ class JobLogParser:
             raise ParseError(f"cannot read {ctx.rel_path}: {e.strerror or e}") from e
         except (EOFError, zlib.error) as e:
             raise ParseError(f"{ctx.rel_path}: corrupt compressed file ({e})") from e
-        return fp.finish()
+        result = fp.finish()
+        result._failure_lines = st.words
+        return result
 
 
 PARSER = JobLogParser()

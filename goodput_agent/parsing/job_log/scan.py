@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from goodput_agent.parsing.failure_words import MARKERS as WORD_MARKERS
+from goodput_agent.parsing.failure_words import FailureLines
 from goodput_agent.parsing.job_log.iterations import MARKERS as ITERATION_MARKERS
 from goodput_agent.parsing.job_log.prefixes import TS_PROBE
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
@@ -35,6 +37,11 @@ MARKERS: tuple[bytes, ...] = (
     b"exceeded MEM usage",  # Torque/PBS's memory limit
     b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
 )
+# One pass finds the parser's lines and the lines holding a failure's words
+# (parsing/failure_words.py), each marker tagged with its reader's bit.
+PARSER_LINE, WORDS_LINE = 1, 2
+SCAN_MARKERS = MARKERS + WORD_MARKERS
+SCAN_GROUPS = (PARSER_LINE,) * len(MARKERS) + (WORDS_LINE,) * len(WORD_MARKERS)
 # After a decoded line holding a trigger, the next N lines are decoded whatever they hold:
 # traceback frames and exception lines, a watchdog message wrapped over lines, and the
 # torchelastic ChildFailedError summary (field lines re-arm the window).
@@ -74,22 +81,32 @@ class ScanState:
     window: int = 0  # lines still to decode after a trigger
     lines: int = 0  # lines in the file, once the scan is done
     counted: tuple[int, int] = (0, 0)  # newlines counted in the buffer so far: (to offset, n)
+    words: FailureLines = field(default_factory=FailureLines)  # lines with a failure's words
 
 
 def _scan_buffer(buf: bytes, base_line: int, st: ScanState
                  ) -> Iterator[tuple[int, str | None, str | None]]:
-    ordered = prefilter_for(MARKERS).line_starts(buf)
+    ordered = prefilter_for(SCAN_MARKERS).tagged_line_starts(buf, SCAN_GROUPS)
     idx, cursor, n = 0, 0, len(buf)
     last_pos, last_line = 0, base_line
     while cursor < n:
+        while idx < len(ordered) and ordered[idx][0] < cursor:
+            idx += 1
         if st.window <= 0:
-            while idx < len(ordered) and ordered[idx] < cursor:
-                idx += 1
             if idx == len(ordered):
                 break
-            s = ordered[idx]
+            s, bits = ordered[idx]
+            if not bits & PARSER_LINE:  # a failure's words only: not the parser's line
+                last_line += count_newlines(buf, last_pos, s)
+                last_pos = s
+                end = buf.find(b"\n", s)
+                st.words.see(last_line, decode(buf[s:end if end != -1 else n]))
+                st.counted = (last_pos, last_line - base_line)
+                idx += 1
+                continue
         else:
             s = cursor
+            bits = ordered[idx][1] if idx < len(ordered) and ordered[idx][0] == s else 0
         end = buf.find(b"\n", s)
         end = n if end == -1 else end
         ts_line = _lookback(buf, cursor, s) if s > cursor else None
@@ -101,7 +118,10 @@ def _scan_buffer(buf: bytes, base_line: int, st: ScanState
             if trig in raw:
                 st.window = max(st.window, size)
         st.counted = (last_pos, last_line - base_line)
-        yield last_line, decode(raw), decode(ts_line) if ts_line else None
+        text = decode(raw)
+        if bits & WORDS_LINE:
+            st.words.see(last_line, text)
+        yield last_line, text, decode(ts_line) if ts_line else None
         cursor = end + 1
     if cursor < n:  # the tail: a timestamp there is the carried time for the next chunk
         ts_line = _lookback(buf, cursor, n if buf.endswith(b"\n") else n + 1)

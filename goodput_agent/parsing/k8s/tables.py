@@ -118,9 +118,11 @@ def _kind(obj: str) -> str:
 
 
 def _row_like(line: str) -> bool:
-    """A table row of one of the three shapes."""
-    return bool(_EVENT.match(line) or _POD.match(line)
-                or ((m := _NODE.match(line)) and m["version"]))
+    """A table row of one of the three shapes (an event's row holds its type, a node's its
+    readiness: looked for before the pattern is tried)."""
+    return bool((("Normal" in line or "Warning" in line) and _EVENT.match(line))
+                or _POD.match(line)
+                or ("Ready" in line and (m := _NODE.match(line)) and m["version"]))
 
 
 def _mostly_rows(lines: list[str]) -> bool:
@@ -144,7 +146,9 @@ class K8sTableParser:
     def sniff(self, head: str, name: str) -> bool:
         if head.lstrip().startswith(("{", "[")):
             return False
-        if _HEADERS.search(head):
+        # each header holds NAME or LAST SEEN: a literal find spares the pattern, which tries
+        # every position of the head (~0.4 ms a 64 KiB head)
+        if ("NAME" in head or "LAST SEEN" in head) and _HEADERS.search(head):
             return True
         return _mostly_rows([ln for ln in head.splitlines()[:200] if ln.strip()])
 
