@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from goodput_agent.bundle import BundleFile, Inventory
+from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.metrics.vllm_names import METRICS, Kind
 from goodput_agent.parsing import job_log
 from goodput_agent.parsing.base import ParseContext, ParseError
@@ -83,6 +84,13 @@ class KindChoice(BaseModel):
 def asked_kinds(question: str | None) -> list[str]:
     """The kinds the question's words point to, in KINDS order."""
     return [k for k in KINDS if question and _ASKS[k].search(question)]
+
+
+def asked_instead_of_failure(spec: IncidentSpec) -> list[str]:
+    """What the incident asks about, in words (ASKED_AS), when that is not a failure; [] when
+    it asks about a failure or names nothing."""
+    asked = ([spec.kind] if spec.kind in KINDS else []) or asked_kinds(spec.question)
+    return [] if not asked or "failure" in asked else [ASKED_AS[k] for k in asked]
 
 
 def has_serving_metrics(path: Path) -> bool:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from goodput_agent.analysis.failure.observations import BUNDLE_FACTS
 from goodput_agent.bundle import Inventory
 from goodput_agent.core.events import Event
+from goodput_agent.kinds import asked_instead_of_failure
 from goodput_agent.parsing.base import ParseContext, ParseError
 from goodput_agent.parsing.failure_words import FREE_TEXT_FORMATS
 from goodput_agent.parsing.registry import (
@@ -46,7 +47,9 @@ class JobLogEventsTool(Tool[JobLogInput, EventsOutput]):
                                        for f in inv.files),
                 "not_read_for_failure": sorted(
                     f.rel_path for f in inv.files if f.format not in
-                    FAILURE_FORMATS | METRICS_FORMATS | DECISIVE_SCANNED)[:5]}
+                    FAILURE_FORMATS | METRICS_FORMATS | DECISIVE_SCANNED)[:5],
+                # the question asks about another kind: the failure report stands in for it
+                "other_questions": asked_instead_of_failure(inv.incident)}
         return out
 
 

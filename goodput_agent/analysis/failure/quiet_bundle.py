@@ -38,7 +38,7 @@ def quiet_bundle(obs: Observations) -> Quiet:
     files = int(bundle.get("bundle_files") or 0)
     scanned = {path: f[FACT] for path, f in obs.facts.items() if isinstance(f.get(FACT), dict)}
     others = bundle.get("not_read_for_failure") or []
-    asked = _asked_another_question(obs)
+    asked = bundle.get("other_questions") or []  # kinds.asked_instead_of_failure
     if not files or bundle.get("bundle_unread") or others or asked \
             or len(scanned) < int(bundle.get("free_text_files") or 0):
         why = "no failure evidence in the bundle"
@@ -65,16 +65,6 @@ def quiet_bundle(obs: Observations) -> Quiet:
         f"parser understood {'them' if total != 1 else 'it'} ({where})"), [
         f"what failed is likely in the lines that read as a failure and were not understood "
         f"({where}): read them; Goodput does not know their format"])
-
-
-def _asked_another_question(obs: Observations) -> list[str]:
-    """The kinds the question asks when it does not ask about a failure (the bundle could not
-    answer them, so the failure report stands in for them)."""
-    from goodput_agent.kinds import ASKED_AS, KINDS, asked_kinds  # kinds reads bundles
-
-    spec = obs.incident
-    asked = ([spec.kind] if spec.kind in KINDS else []) or asked_kinds(spec.question)
-    return [] if not asked or "failure" in asked else [ASKED_AS[k] for k in asked]
 
 
 def _ended_or_stuck(obs: Observations) -> str | None:

@@ -21,6 +21,7 @@ from goodput_agent.analysis.failure.observations import BUNDLE_FACTS, Observatio
 from goodput_agent.core.events import Event, EventKind, Locator, Role
 from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.investigate import investigate_bundle
+from goodput_agent.kinds import asked_instead_of_failure
 from goodput_agent.ledger import Ledger
 from goodput_agent.parsing.failure_words import FACT
 
@@ -33,7 +34,8 @@ def observed(scans: dict[str, int], *, files: int | None = None, free_text: int 
     facts[BUNDLE_FACTS] = {
         "bundle_files": len(scans) if files is None else files, "bundle_unread": list(unread),
         "free_text_files": len(scans) if free_text is None else free_text,
-        "not_read_for_failure": list(others)}
+        "not_read_for_failure": list(others),
+        "other_questions": asked_instead_of_failure(IncidentSpec(question=question))}
     return Observations(facts=facts, incident=IncidentSpec(question=question))
 
 
