@@ -212,3 +212,13 @@ def test_nccl_tests_result_rows_are_a_benchmark_not_a_failure(tmp_path: Path) ->
     assert bad.facts["nccl_tests"]["wrong"] == 4
     # only the header rows (no results) is no benchmark output
     assert scan_format(tmp_path, NCCL_TESTS_ROWS.split("       32768")[0]) != "tool_report"
+
+
+def test_nccl_tests_rows_whatever_separates_their_columns(tmp_path: Path) -> None:
+    """The literal gate before the row pattern holds for every row the pattern reads: rows
+    whose columns a paste turned into tabs are the same benchmark."""
+    tabbed = "\n".join("\t".join(ln.split()) if not ln.startswith("#") else ln
+                       for ln in NCCL_TESTS_ROWS.format(w=0).splitlines()) + "\n"
+    fmt, res = _read(tmp_path, tabbed)
+    assert (fmt, res.facts["report"]) == ("tool_report", "nccl_tests")
+    assert res.facts["nccl_tests"]["sizes"] == 3
