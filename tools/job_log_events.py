@@ -48,6 +48,10 @@ class JobLogEventsTool(Tool[JobLogInput, EventsOutput]):
                 "not_read_for_failure": sorted(
                     f.rel_path for f in inv.files if f.format not in
                     FAILURE_FORMATS | METRICS_FORMATS | DECISIVE_SCANNED)[:5],
+                # metrics files: the failure question reads them by their numbers, as events;
+                # a question that does not read them has not read every file
+                "metrics_files": sorted(f.rel_path for f in inv.files
+                                        if f.format in METRICS_FORMATS)[:5],
                 # the question asks about another kind: the failure report stands in for it
                 "other_questions": asked_instead_of_failure(inv.incident)}
         return out

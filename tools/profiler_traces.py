@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from goodput_agent.analysis.slowdown.model import Breakdown, SlowdownVerdict
+from goodput_agent.analysis.slowdown.throttle import ThrottleFinding, throttle_findings
 from goodput_agent.analysis.slowdown.trace_runs import (  # noqa: F401 - run_of, BASELINE_FOLDERS: re-exported
     BASELINE_FOLDERS,
     run_of,
@@ -31,6 +32,9 @@ class TracesOutput(BaseModel):
     breakdown: Breakdown | None = None
     verdict: SlowdownVerdict | None = None
     problems: dict[str, str] = Field(default_factory=dict)  # file -> one-line reason
+    # without traces of the incident: what the bundle's DCGM clocks say of each GPU (the
+    # training log's slowdown is weighed against them: analysis/slowdown/log_clocks.py)
+    clocks: list[ThrottleFinding] = Field(default_factory=list)
     # how the traces were told apart into runs, and what that assumed (one line each)
     runs_from: str | None = None
     assumptions: list[str] = Field(default_factory=list)
@@ -49,6 +53,15 @@ def read_clock_series(ctx: ToolContext) -> tuple[list[Series], list[str]]:
     paths = [ctx.bundle.root / f.rel_path for f in files]
     series = load_series(paths, want=lambda name: name in DCGM_CLOCK_METRICS)
     return series, [f.rel_path for f in files]
+
+
+def _clock_paths(files: list[str]) -> dict[str, str] | None:
+    """Each clock metric's file, for the evidence: the file that names it (a collected bundle
+    writes one per metric), else the only metrics file; None leaves the evidence at `metrics`."""
+    paths = {n: f for n in DCGM_CLOCK_METRICS for f in files if n in f}
+    if len(files) == 1:
+        paths = dict.fromkeys(DCGM_CLOCK_METRICS, files[0])
+    return paths or None
 
 
 class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
@@ -87,12 +100,14 @@ class ProfilerTracesTool(Tool[TracesInput, TracesOutput]):
             traces.append(trace)
         runs = split_runs(traces, ctx.bundle.inventory.incident)  # type: ignore[arg-type]
         out.runs_from, out.assumptions = runs.how, runs.assumptions
+        series, files = read_clock_series(ctx)
+        paths = _clock_paths(files)
         if not runs.incident:
+            out.clocks = throttle_findings(series, paths)
             return out
-        series, _ = read_clock_series(ctx)
         verdict_of = analyse_digests if runner else analyse
         out.breakdown, out.verdict = verdict_of(runs.incident, runs.baseline or None,
-                                                series or None)
+                                                series or None, paths)
         return out
 
 

@@ -17,6 +17,11 @@ never on silence alone:
   it reads as one that its parser did not understand (parsing/failure_words.py: a failure in a
   form the parsers do not know still prints a failure's words: killed, error, out of memory,
   evicted). What the claim rests on is every line read, each with or without such words;
+- NOTHING_NAMES_A_CAUSE: a change was measured (a training log's iteration times grew) and the
+  bundle, read whole, names no cause: no line reads as a fault (parsing/failure_words.py), none
+  names a class, and what would decide (a trace, the GPUs' clocks) is not in it. A careful
+  reader would name none either; but a slowdown's cause can print no fault's words (longer
+  sequences, a checkpoint), so it stays at the silence ceiling (record_levels.py);
 - SILENCE: nothing was found, and whether every line was read is not known (a file no
   failure tool reads, a tool not called): a healthy job and a failure written in a form the
   parsers do not know look the same from here, so this is a guess's confidence;
@@ -31,10 +36,13 @@ bundle supports no class, at this confidence.
 
 from __future__ import annotations
 
+from goodput_agent.analysis.record_levels import SILENCE_CEILING
+
 NOTHING_TO_EXPLAIN = 0.8
 NOTHING_TO_COMPARE = 0.8
 READ_NEGATIVE = 0.6
-NOTHING_READS_AS_FAILURE = 0.75  # measured: see analysis/failure/quiet_bundle.py
+NOTHING_READS_AS_FAILURE = 0.8  # measured: see analysis/failure/quiet_bundle.py
+NOTHING_NAMES_A_CAUSE = SILENCE_CEILING
 SILENCE = 0.3
 UNEXPLAINED = 0.15
 UNREAD = 0.1

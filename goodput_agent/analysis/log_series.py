@@ -40,6 +40,8 @@ class LogSeries:
     parts: dict[str, list[LogPoint]] = field(default_factory=dict)  # fwd_bwd -> its points
     rank_hosts: dict[int, str] = field(default_factory=dict)
     unread_files: int = 0
+    # every line of the bundle read, and none reads as a fault (analysis/read_whole.py)
+    quiet: bool = False
 
 
 def series_of(facts: dict[str, dict], rank_hosts: dict[int, str],

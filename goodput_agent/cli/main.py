@@ -243,9 +243,18 @@ def tools_cmd(as_json: bool) -> None:
     if as_json:
         click.echo(json_dumps(rows))
         return
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from goodput_agent.cli.render import TerminalConsole
+
+    console = TerminalConsole(highlight=False)
     for r in rows:
-        click.echo(f"{r['name']}  (read-only: {r['read_only']}, timeout {r['timeout_s']:g}s)\n"
-                   f"  {r['description']}\n")
+        console.print(Text(f"{r['name']}  (read-only: {r['read_only']}, timeout "
+                           f"{r['timeout_s']:g}s)"))
+        # the description's own line breaks are the source file's: re-flowed to the width
+        console.print(Padding(Text(" ".join(r["description"].split())), (0, 0, 1, 2),
+                              expand=False))
 
 
 add_output_options(cli, "goodput")

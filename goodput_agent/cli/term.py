@@ -6,6 +6,7 @@ so no command can miss one or spell it differently."""
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +43,11 @@ EXTRA_EXIT: dict[str, dict[int, str]] = {
 
 def exit_codes_epilog(name: str) -> str:
     codes = {**EXIT_CODES, **EXTRA_EXIT.get(name, {})}
-    # \b keeps click from rewrapping the lines
-    return "\b\nExit codes:\n" + "\n".join(f"  {c}  {why}" for c, why in sorted(codes.items()))
+    # \b keeps click from rewrapping the lines, so they are wrapped here: click indents the
+    # epilog by 2, and help is read at 80 columns whenever it is piped
+    lines = [ln for c, why in sorted(codes.items())
+             for ln in textwrap.wrap(f"  {c}  {why}", width=78, subsequent_indent=" " * 5)]
+    return "\b\nExit codes:\n" + "\n".join(lines)
 
 
 def _set_wide(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

@@ -12,7 +12,9 @@ from goodput_agent.analysis.failure.remedy import Remedy, remedy
 from goodput_agent.analysis.failure.timeline import on_culprit_chain
 from goodput_agent.analysis.latency.model import LatencyResult, LatencyVerdict
 from goodput_agent.analysis.log_series import series_of
+from goodput_agent.analysis.read_whole import nothing_reads_as_fault, unread_metrics
 from goodput_agent.analysis.slowdown.from_logs import log_verdict
+from goodput_agent.analysis.slowdown.log_clocks import weigh_clocks
 from goodput_agent.analysis.slowdown.model import SlowdownVerdict
 from goodput_agent.analysis.slowdown.profile_tables import profile_verdict, tables_of
 from goodput_agent.analysis.slowdown.remedy import log_remedy, slowdown_remedy
@@ -155,7 +157,7 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
     inv: Inventory | None = outputs.get("bundle_inventory")  # type: ignore[assignment]
     v = traces.verdict if traces else None
     logs = outputs.get("job_log_events")
-    if v is None and isinstance(logs, EventsOutput) and (lv := _log_verdict(logs, inv)):
+    if v is None and isinstance(logs, EventsOutput) and (lv := _log_verdict(logs, inv, traces)):
         return _log_conclusion(lv, inv, errors)
     if v is None:
         why = ("no profiler trace in the bundle could be analysed" if traces is None or
@@ -178,10 +180,13 @@ def slowdown_conclusion(outputs: dict[str, object], errors: list[str]) -> Conclu
                       breakdown=traces.breakdown)
 
 
-def _log_verdict(logs: EventsOutput, inv: Inventory | None) -> SlowdownVerdict | None:
-    """The verdict of the job logs' own series, else of the profiler's key_averages tables;
-    None when they hold neither."""
+def _log_verdict(logs: EventsOutput, inv: Inventory | None, traces: TracesOutput | None
+                 ) -> SlowdownVerdict | None:
+    """The verdict of the job logs' own series (weighed against the GPUs' DCGM clocks when the
+    bundle has them), else of the profiler's key_averages tables; None when they hold
+    neither."""
     series = series_of(logs.facts, logs.rank_hosts, len(inv.unread) if inv else 0)
+    series.quiet = nothing_reads_as_fault(logs.facts, logs.events)
     root = Path(inv.root) if inv else Path()
 
     def text(path: str, n: int) -> str:
@@ -189,7 +194,13 @@ def _log_verdict(logs: EventsOutput, inv: Inventory | None) -> SlowdownVerdict |
 
     if not series.points and not series.timers:  # else the profiler's tables, if any
         return profile_verdict(tables_of(logs.facts), text)
-    return log_verdict(series, text)
+    clocks = traces.clocks if traces else []
+    v = weigh_clocks(log_verdict(series, text), clocks, logs.rank_gpus)
+    if v.category == "unknown" and not clocks and (metrics := unread_metrics(logs.facts)):
+        v.unknowns.append(f"{', '.join(metrics)} not read: without a profiler trace the "
+                          "slowdown is read from the training log alone (a GPU's clocks there "
+                          "may say why)")
+    return v
 
 
 def _log_conclusion(v: SlowdownVerdict, inv: Inventory | None, errors: list[str]

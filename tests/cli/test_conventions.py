@@ -96,3 +96,13 @@ def test_completion_scripts_complete_commands() -> None:
     proc = subprocess.run([sys.executable, "-c", "from goodput_agent.cli import main; main()"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert "status" in proc.stdout.split(",") or "plain,status" in proc.stdout
+
+
+def test_every_help_reads_at_80_columns() -> None:
+    """Help is read at 80 columns whenever it is piped: no line wider, the exit codes too (they
+    are laid out by hand, click does not rewrap them)."""
+    runner = CliRunner()
+    for path, _ in commands():
+        text = runner.invoke(cli, [*path.split(), "--help"], env={"COLUMNS": "80"}).output
+        wide = [ln for ln in text.splitlines() if len(ln) > 80]
+        assert not wide, (path, wide)

@@ -135,3 +135,17 @@ def test_ledger_lists_read_at_every_width(width: int, reports: dict[str, dict],
         if args[0] == "ledger" and args[1] == "list":
             for inv in ids:
                 assert whole(text, inv), f"{inv} cut in `ledger list` at {width}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_tools_list_reads_at_every_width(width: int) -> None:
+    """Tool descriptions are data with their source file's line breaks: re-flowed to the width,
+    every tool's name whole on its own line."""
+    from goodput_agent.toolkit import registry
+
+    code, text = goodput(width, "tools")
+    assert code == 0
+    fits(text, width)
+    for name, tool in registry().items():
+        if tool.read_only:
+            assert any(ln.startswith(f"{name}  (read-only") for ln in text.splitlines()), name

@@ -20,9 +20,11 @@ from goodput_agent.toolkit import MutatingTool, registry
 SHIPPED = Path(__file__).parents[2] / "evals"
 
 
-def test_the_independent_suite_proposes_only_what_its_tools_accept(monkeypatch) -> None:  # noqa: ANN001
+def test_the_independent_suite_proposes_what_its_tools_accept_and_claims_what_it_keeps(
+        monkeypatch) -> None:  # noqa: ANN001
     """Each draft an analysis makes, before the check at proposal time could turn it into
-    advice, names a mutating tool Goodput has and says it mutates (issue 28)."""
+    advice, names a mutating tool Goodput has and says it mutates (issue 28); and on that
+    held-out suite the confidence claims no more than the verdicts keep (issue 27)."""
     drafts: list[ProposalDraft] = []
 
     def recorded(p: ProposalDraft, refs: proposals.JobRefs) -> ProposalDraft | Advice:
@@ -33,6 +35,11 @@ def test_the_independent_suite_proposes_only_what_its_tools_accept(monkeypatch) 
     monkeypatch.setattr(proposals, "checked", recorded)
     scores = score_suite(suite_dir("independent"))
     assert len(scores.cases) >= 100
+    # issue 27: the held-out latency verdicts claim what they keep; no case above its answer
+    # key's ceiling; the whole suite no worse calibrated than measured when this was written
+    # (0.061 at this seed; 0.061-0.063 at eleven others: caps of issue 24 hold the rest)
+    assert scores.brier_by_kind["latency"] <= 0.05 and scores.over_ceiling == 0
+    assert scores.brier <= 0.065, scores.brier_by_kind
     assert scores.remedy_problems == 0, [(c.case_id, c.remedy_problems) for c in scores.cases
                                          if c.remedy_problems]
     mutating = {n for n, t in registry().items() if isinstance(t, MutatingTool)}

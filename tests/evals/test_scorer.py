@@ -66,6 +66,12 @@ def test_eval_command_prints_json_scores() -> None:
     # issue 3: straggler/throttled rank; issue 4: change point within 5 minutes
     assert data["slowdown"]["rank_accuracy"] >= 0.95 and len(data["slowdown"]["cases"]) >= 25
     assert data["latency"]["windows_within_5min"] >= 0.95 and len(data["latency"]["cases"]) >= 25
+    # issue 27: the confidence tracks the accuracy, per kind: the Brier score of each suite,
+    # and no confidence bin promising more than its cases keep
+    for kind, s in data.items():
+        assert s["brier"] <= 0.05, (kind, s["brier"])
+        for b in s["reliability"]:
+            assert not b["cases"] or b["accuracy"] >= b["mean_confidence"] - 0.1, (kind, b)
 
 
 def _result(expected: str, got: str, confidence: float, ceiling: float | None,

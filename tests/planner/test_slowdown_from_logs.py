@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from goodput_agent.analysis.abstention import NOTHING_NAMES_A_CAUSE, SILENCE
+from goodput_agent.analysis.record_levels import SILENCE_CEILING
+from goodput_agent.analysis.slowdown.log_clocks import NO_SIGN, WITH_ONE_SIGN
 from goodput_agent.evals.scorer import suite_dir
 from goodput_agent.investigate import investigate_bundle
 from goodput_agent.ledger import Ledger
@@ -69,3 +72,93 @@ def test_a_bundle_with_traces_is_answered_from_them_as_before(tmp_path) -> None:
         before.root_cause.model_dump(include=set(keep))
     assert after.breakdown == before.breakdown
     assert not any("log's own" in u for u in after.unknowns)
+
+
+def _rising_log(root: Path, extra: str = "") -> None:
+    """Every rank's iteration time rises by half; nothing else in the log."""
+    lines = [f"[rank{r}]:" + NCCL.format(r=r, n=r // 4, d=r % 4) for r in range(8)]
+    lines += [f" iteration {i:>8}/  500 | elapsed time per iteration (ms): "
+              f"{900 if i < 40 else 1800} | lm loss: 2.1\n" for i in range(1, 81)]
+    lines.insert(60, extra)
+    (root / "train-78.out").write_text("".join(lines))
+    (root / "incident.yaml").write_text("question: step time went up on job 78, why?\n"
+                                        "job: '78'\n")
+
+
+# a line a careful reader could name a cause from, in words no parser here understands, and
+# one that a parser reads as a fault: either leaves the claim "no cause in the bundle" a guess
+FAULT_LINES = {
+    "unexplained": "storage: shard reader failed to open /data/shard-12, retrying\n",
+    "parsed": "node-01:10005:20005 [1] NCCL WARN NET/IB : Got async event : port error\n",
+}
+
+
+def test_a_rise_nothing_names_is_unknown_resting_on_every_line_read(tmp_path) -> None:
+    (case := tmp_path / "case").mkdir()
+    _rising_log(case)
+    with Ledger(tmp_path / "l.duckdb") as led:
+        rc = investigate_bundle(case, led).root_cause
+    assert (rc.category, rc.confidence) == ("unknown", NOTHING_NAMES_A_CAUSE)
+    assert "every line of the bundle was read" in rc.summary
+    assert SILENCE < NOTHING_NAMES_A_CAUSE <= SILENCE_CEILING
+
+
+@pytest.mark.parametrize("kind", sorted(FAULT_LINES))
+def test_a_line_that_reads_as_a_fault_never_raises_the_unknown(tmp_path, kind: str) -> None:
+    """Metamorphic: one line that may name the cause added to the quiet log; the `unknown`
+    falls to a guess's confidence or the line is read as the cause, never above."""
+    (case := tmp_path / "case").mkdir()
+    _rising_log(case, FAULT_LINES[kind])
+    with Ledger(tmp_path / "l.duckdb") as led:
+        rc = investigate_bundle(case, led).root_cause
+    assert rc.category != "unknown" or rc.confidence == SILENCE, rc
+    assert "every line of the bundle was read" not in rc.summary
+
+
+def _dcgm(case: Path, host: str) -> None:
+    """The DCGM series of a shipped throttling case (GPU 3 slows down), moved to `host`."""
+    src = suite_dir("slowdown") / "s25-gpu-throttling" / "metrics" / "dcgm.om"
+    (case / "metrics").mkdir()
+    (case / "metrics" / "dcgm.om").write_text(src.read_text().replace("nid00012", host))
+
+
+def test_the_logs_straggler_on_a_throttled_gpu_is_throttling(tmp_path) -> None:
+    (case := tmp_path / "case").mkdir()
+    _straggler_log(case)
+    _dcgm(case, "node-01")
+    with Ledger(tmp_path / "l.duckdb") as led:
+        rc = investigate_bundle(case, led).root_cause
+    assert (rc.category, rc.rank, rc.node) == ("gpu_throttling", 5, "node-01")
+    assert rc.confidence == WITH_ONE_SIGN and "HwThermalSlowdown" in rc.summary
+    assert {e.source for e in rc.evidence} >= {"metrics/dcgm.om", "train-77.out"}
+
+
+def test_throttled_gpus_beside_a_quiet_log_are_named_weakly(tmp_path) -> None:
+    """Metamorphic: DCGM metrics of a throttled GPU beside the quiet log. Its `unknown` must
+    not claim that nothing names a cause: throttling is named, at the level of a sign not tied
+    to the rise in time."""
+    (case := tmp_path / "case").mkdir()
+    _rising_log(case)
+    _dcgm(case, "node-01")
+    with Ledger(tmp_path / "l.duckdb") as led:
+        rc = investigate_bundle(case, led).root_cause
+    assert (rc.category, rc.confidence) == ("gpu_throttling", NO_SIGN)
+    assert "every line of the bundle was read" not in rc.summary
+
+
+def test_a_metrics_file_the_log_path_does_not_read_keeps_the_unknown_a_guess(tmp_path) -> None:
+    """Metamorphic: a metrics file with no clock series beside the quiet log: not read for a
+    slowdown without a trace, so the `unknown` must not claim every file was read."""
+    (case := tmp_path / "case").mkdir()
+    _rising_log(case)
+    (case / "metrics").mkdir()
+    (case / "metrics" / "util.om").write_text("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization.\n"
+                                              "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + "".join(
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname="node-01"}} 97 {1780062780 + 20 * i}\n'
+        for i in range(30)) + "# EOF\n")
+    with Ledger(tmp_path / "l.duckdb") as led:
+        report = investigate_bundle(case, led)
+    rc = report.root_cause
+    assert (rc.category, rc.confidence) == ("unknown", SILENCE), rc
+    assert "every line of the bundle was read" not in rc.summary
+    assert any("metrics/util.om" in u for u in report.unknowns)

@@ -15,7 +15,7 @@ Who recorded the fault decides the ceiling:
 
 from __future__ import annotations
 
-from goodput_agent.analysis.record_levels import ONE_ARTIFACT, OWNERS_RECORD
+from goodput_agent.analysis.record_levels import AMBIGUOUS, ONE_ARTIFACT, OWNERS_RECORD
 from goodput_agent.core.events import Event, EventKind, Role
 
 from .model import CONTESTED_CONFIDENCE, Candidate, weight
@@ -80,14 +80,10 @@ def secondhand_ceilings(e: Event) -> tuple[float, float]:
 UNCORROBORATED = ONE_ARTIFACT  # one artifact's word, its confirmation missing from the bundle
 SECONDHAND_TWICE = 0.7  # two independent second-hand records agree; the first-hand one missing
 # OWNERS_RECORD (record_levels.py): the owner's record alone, in words that state the class
-OWNERS_TWICE = 0.85
+OWNERS_TWICE = 0.9  # above the owner's record alone: another file agrees
 STATES_ITS_CLASS = 0.8  # a parser's weight at or above which the words name one class
-# Words several classes print ("unspecified launch failure", a bare SIGKILL, "No devices were
-# found"), the class that usually prints them taken and nothing agreeing: more likely than not,
-# below one artifact that states its class. Measured on every verdict this ceiling held before
-# it was set (2026-12-05, then 0.45): right 12 of 13 times on the real corpus's decisive
-# entries and the independent suite (seed 14), 95 % Wilson lower bound 0.67.
-AMBIGUOUS = 0.55
+# AMBIGUOUS (record_levels.py): words several classes print ("unspecified launch failure", a
+# bare SIGKILL, "No devices were found"), the class that usually prints them taken
 AMBIGUOUS_WEIGHT = 0.5  # a line whose own parser says several classes print it (weight <= this)
 # what would confirm a verdict that others announced (a shell's Killed, nvidia-smi, a monitor)
 CONFIRMS = {

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from goodput_agent.analysis.record_levels import CONTESTED
 from goodput_agent.core.events import Event, EventKind
 from goodput_agent.core.failure_classes import FAILURE_CLASSES, job_level, names_where
 
@@ -15,7 +16,7 @@ FAILURE_CATEGORIES = tuple(c.name for c in FAILURE_CLASSES if c.strength is not 
 STRENGTH = {c.name: c.strength for c in FAILURE_CLASSES if c.strength is not None}
 BASE_CONFIDENCE = {c.name: c.base_confidence for c in FAILURE_CLASSES}
 ON_NODE = names_where(on_node=True)
-CONTESTED_CONFIDENCE = 0.45  # the scheduler's state or the cascade's timing speaks against it
+CONTESTED_CONFIDENCE = CONTESTED  # the scheduler's state or the cascade's timing speaks against it
 GENERIC_STATE_CONFIDENCE = 0.35  # an exit code alone is a weak verdict
 SCHEDULER_KINDS = (EventKind.job_state, EventKind.step_state, EventKind.preempted,
                    EventKind.time_limit, EventKind.node_fail)

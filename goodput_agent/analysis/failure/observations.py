@@ -6,12 +6,12 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+# the facts entry (not a file) where the job-log tool says how much of the bundle was read
+from goodput_agent.analysis.read_whole import BUNDLE_FACTS  # noqa: F401  (re-exported)
 from goodput_agent.core.events import Event
 from goodput_agent.core.incident import IncidentSpec
 from goodput_agent.parsing.timefmt import ClockPolicy
 
-# the facts entry (not a file) where the job-log tool says how much of the bundle was read
-BUNDLE_FACTS = "<bundle>"
 # Events this far outside the job's window belong to another incident.
 WINDOW_MARGIN_BEFORE = timedelta(minutes=10)
 WINDOW_MARGIN_AFTER = timedelta(minutes=30)

@@ -9,7 +9,9 @@
   would confirm and attribute it.
 - A job log whose last progress line came long before its end (30 min or more, and 10x the
   interval between its last two progress lines), with no timeout printed anywhere, hung: a
-  `hang` at 0.45 at most, saying a stack dump would confirm where it was stuck.
+  `hang` at most at the silence ceiling (record_levels.py: it rests on lines not printed, as a
+  hang told by the waiting ranks does; a long evaluation that prints nothing looks the same),
+  saying a stack dump would confirm where it was stuck.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from goodput_agent.analysis.log_series import SLOWER, measure_rise, series_of, single_out
+from goodput_agent.analysis.record_levels import SILENCE_CEILING
 from goodput_agent.core.events import Event, EventKind
 
 from .observations import Observations
@@ -24,7 +27,7 @@ from .scheduler_rows import ended_unfinished
 
 SILENT_END_S = 30 * 60
 SILENT_FACTOR = 10
-HANG_CONFIDENCE = 0.45
+HANG_CONFIDENCE = SILENCE_CEILING
 
 
 def series_note(obs: Observations) -> str | None:

@@ -10,8 +10,9 @@ would corroborate the cause (the latency histograms of two windows) is missing.
   is not load, whatever waits: `unknown` at 0.6 (the counters rule the load classes out),
   saying so and what would show where it is stuck;
 - prefill interference: prompt bursts that cut generation to half or less with nothing waiting
-  (`prompt_length`, 0.45): decode steps stall behind the prompts' prefill, an inference from
-  throughput that no record of the engine states;
+  (`prompt_length`, ONE_ARTIFACT): decode steps stall behind the prompts' prefill, an inference
+  from the engine's own throughput that no record of it states, like a full cache with
+  requests waiting;
 - kv_cache_pressure: the scheduler preempted requests for lack of KV-cache space (its own
   record, OWNERS_RECORD; a step less when its samples show the cache below full), or the cache
   ran at >= 90 % while requests waited in most samples (ONE_ARTIFACT: a batch limit holds
@@ -237,7 +238,7 @@ def analyse_engine_log(events: list[Event], files: list[str], lone_benchmark: bo
         alternatives.append(("queueing", 0.1, "requests wait, but the engine generates nothing "
                                               "for the ones it runs: load does not explain it"))
     elif interference and not (n.preemptions or kv_holds or queued):
-        category, conf, summary = "prompt_length", 0.45, interference
+        category, conf, summary = "prompt_length", ONE_ARTIFACT, interference
     elif n.preemptions or kv_holds:
         category = "kv_cache_pressure"
         conf, summary = _kv(n)

@@ -14,7 +14,9 @@ the verdict and the others are its alternatives, each with why it lost.
   copies -> input_stall when host-to-device copies grew (or take) most, else host_overhead;
   communication (transfer, plus waiting when no rank is a straggler) -> communication; compute
   -> gpu_throttling when the same kernel families got slower per call on every rank (at most
-  0.45 without DCGM confirming, with the unknown said), a straggler when only one rank's
+  record_levels.AMBIGUOUS without DCGM metrics, with the unknown said: a GPU shared with
+  another process shows the same numbers; 0.45 when DCGM shows no throttling), a straggler
+  when only one rank's
   kernels got slower, unknown when compute grew by more or other kernels; idle_other -> unknown.
 - Without a baseline, a part must take `SHARE_THRESHOLDS` of the mean step to count
   (confidence 0.5, up to 0.8 at twice the threshold); one rank computing `COMPUTE_EXCESS` times

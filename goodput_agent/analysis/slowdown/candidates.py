@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from goodput_agent.analysis.record_levels import AMBIGUOUS, CONTESTED
 from goodput_agent.parsing.kineto.model import COMM, MEMCPY
 
 from .kernel_families import pooled
@@ -29,7 +30,7 @@ from .run import (
     rank_for,
     span_event,
 )
-from .throttle import ThrottleFinding
+from .throttle import NO_SIGN, WITH_ONE_SIGN, WITH_TWO_SIGNS, ThrottleFinding
 from .trace_ranks import Straggler
 
 
@@ -54,7 +55,8 @@ def throttle_candidates(inc: Run, throttled: list[ThrottleFinding], growth: dict
             support.append(f"compute grew {ms(growth['compute_us'])} per step"
                            + (": " + ", ".join(f"{c.family} x{c.ratio:.2f} per call"
                                                for c in slower[:3]) if slower else ""))
-        conf = (0.9 if len(support) >= 2 else 0.8 if support else 0.45) * (1 if r else 0.7)
+        conf = (WITH_TWO_SIGNS if len(support) >= 2 else WITH_ONE_SIGN if support else
+                NO_SIGN) * (1 if r else 0.7)
         where = f"GPU {f.gpu} on {f.node}"
         summary = (f"{where} throttles ({f.describe()})"
                    + (f"; {'; '.join(support)}" if support else
@@ -317,7 +319,10 @@ def _compute_candidate(inc: Run, what: str, conf: float, changes: list[FamilyCha
         str(inc.breakdown.ranks[i].rank) for i in slow_ranks))
     # the slow ranks all ran on one host: that host is where it is, whatever the cause
     hosts = {inc.breakdown.ranks[i].host for i in slow_ranks}
-    return Candidate("gpu_throttling", min(conf, 0.45), f"the same kernels run slower per "
+    # without DCGM: a throttled GPU and one shared with another process show the same numbers;
+    # with DCGM showing no throttling, the class is contested (capped clocks, another model)
+    ceiling = CONTESTED if have_clocks else AMBIGUOUS
+    return Candidate("gpu_throttling", min(conf, ceiling), f"the same kernels run slower per "
                       f"call on {where} ({text}): {what}", [],
                       node=next(iter(hosts)) if len(hosts) == 1 else None,
                       unknowns=(_no_clocks(have_clocks, "the kernels are"),))

@@ -2,8 +2,9 @@
 
 The log's own per-iteration series (facts `iterations`: step, ms, rank, line) and Megatron's
 timers (facts `timers`, parsing/job_log/megatron_timers.py) say *that* and *where* the time
-went, never why; every class here is at most `MAX_CONFIDENCE`, and says that a profiler trace
-would confirm it.
+went, never why; every class here is inferred from one artifact's own numbers, its confirmation
+(a trace, DCGM) missing: at `MAX_CONFIDENCE` (record_levels.ONE_ARTIFACT), saying that a
+profiler trace would confirm it.
 
 - straggler: per-rank medians single out one rank (>= `STRAGGLER` x the others' median, with
   at least four ranks printed), by its iteration times or by a part of the step it prints
@@ -16,11 +17,11 @@ would confirm it.
   collectives -> communication. Compute timers and the optimizer step have no class the log can
   tell (GPU kernels or host work): unknown, naming the timer.
 - otherwise the series itself: a rise (the last quarter's median >= `SLOWER` x the first
-  quarter's) measured but not explained: unknown at SILENCE (abstention.py): the bundle was
-  read whole and nothing in it names a cause, but a cause written in a form nothing here reads
-  looks the same (UNEXPLAINED is for a start that is likely in files that were not read; an
-  unread file holds it to UNREAD); a steady series: unknown at NOTHING_TO_COMPARE (the log
-  holds one regime; the run it is slower than is not in the bundle).
+  quarter's) measured but not explained: unknown at NOTHING_NAMES_A_CAUSE (abstention.py)
+  when every line of the bundle was read and none reads as a fault (`LogSeries.quiet`), else at
+  SILENCE: a cause written in words nothing here reads looks the same (an unread file holds it
+  to UNREAD); a steady series: unknown at NOTHING_TO_COMPARE (the log holds one regime; the run
+  it is slower than is not in the bundle).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from statistics import median
 
 from goodput_agent.analysis.abstention import (
+    NOTHING_NAMES_A_CAUSE,
     NOTHING_TO_COMPARE,
     SILENCE,
     unknown_confidence,
@@ -45,6 +47,7 @@ from goodput_agent.analysis.log_series import (
     quarters,
     single_out,
 )
+from goodput_agent.analysis.record_levels import ONE_ARTIFACT
 from goodput_agent.core.events import Event, EventKind, Locator, Role
 
 from .model import SlowdownVerdict
@@ -52,9 +55,7 @@ from .model import SlowdownVerdict
 MIN_TIMER_GROWTH = 0.05
 MIN_EXCESS = 0.1  # a straggler's part must exceed its peers' by this share of the step
 HELD = 0.25
-MAX_CONFIDENCE = 0.6
-STRAGGLER_CONFIDENCE = 0.55
-TIMER_CONFIDENCE = 0.5
+MAX_CONFIDENCE = ONE_ARTIFACT
 WHAT_WOULD_TELL = ("a profiler (Kineto) trace of a slow and of a good stretch, Megatron's "
                    "timers (--timing-log-level 2), or DCGM metrics of the GPUs over the run "
                    "would tell the cause")
@@ -121,7 +122,7 @@ def _straggler_verdict(s: LogSeries, what: str, pts: list[LogPoint], rank: int, 
     if node is None:
         unknowns.append(f"rank {rank}'s host is named by no NCCL or launcher line")
     return SlowdownVerdict(category="straggler",
-                           confidence=min(MAX_CONFIDENCE, STRAGGLER_CONFIDENCE),
+                           confidence=MAX_CONFIDENCE,
                            summary=summary, rank=rank, node=node, evidence=evidence,
                            unknowns=unknowns)
 
@@ -187,13 +188,13 @@ def timer_verdict(s: LogSeries, rise: Rise | None, line_text: LineText
                "wait in it for a late one (a straggler the timers do not name), not a slower "
                "transfer")
         return SlowdownVerdict(
-            category="unknown", confidence=unknown_confidence(SILENCE, s.unread_files),
+            category="unknown", confidence=_unexplained(s),
             summary=f"{what}: {why}; {WHAT_WOULD_TELL}", evidence=evidence,
             unknowns=["no profiler trace: which kernels or host work grew is not measured"])
     label = {"input_stall": "waiting for the next batch (input pipeline)",
              "communication": "gradient/parameter communication"}[cls]
     return SlowdownVerdict(
-        category=cls, confidence=min(MAX_CONFIDENCE, TIMER_CONFIDENCE), evidence=evidence,
+        category=cls, confidence=MAX_CONFIDENCE, evidence=evidence,
         summary=(f"{what} while the other timers held: the time went to {label}"
                  + (f"; {rise.text()}" if rise else "")
                  + "; a profiler trace of a slow and a good stretch would confirm it"),
@@ -226,20 +227,30 @@ def log_verdict(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
     measured = rise.text() if rise.ratio >= SLOWER else (
         f"{rise.text()}, under the {SLOWER}x the series must show to be read as a slowdown")
     return SlowdownVerdict(
-        category="unknown", confidence=unknown_confidence(SILENCE, s.unread_files),
-        evidence=evidence, summary=f"{measured}; nothing in the bundle says why: "
-                                   f"{WHAT_WOULD_TELL}",
+        category="unknown", confidence=_unexplained(s),
+        evidence=evidence, summary=f"{measured}; {_read(s)}: {WHAT_WOULD_TELL}",
         unknowns=["no profiler trace, timers or GPU metrics: the cause of the rise is not in "
                   "the bundle"])
+
+
+def _unexplained(s: LogSeries) -> float:
+    """The confidence of an `unknown` that names no cause: every line of the bundle read and
+    none reading as a fault, or not (abstention.py)."""
+    return unknown_confidence(NOTHING_NAMES_A_CAUSE if s.quiet else SILENCE, s.unread_files)
+
+
+def _read(s: LogSeries) -> str:
+    return ("every line of the bundle was read, none reads as a fault, and nothing in it says "
+            "why" if s.quiet else "nothing in the bundle says why")
 
 
 def _too_few(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
     """Fewer than MIN_POINTS iteration times: a change within the log cannot be measured."""
     if not s.points:
         why = "the training logs print no iteration time: no series to measure"
-        return SlowdownVerdict(category="unknown", confidence=unknown_confidence(
-            SILENCE, s.unread_files), summary=f"{why}; {WHAT_WOULD_TELL}",
-            unknowns=[why, "no profiler trace"])
+        return SlowdownVerdict(category="unknown", confidence=_unexplained(s),
+                               summary=f"{why}; {WHAT_WOULD_TELL}",
+                               unknowns=[why, "no profiler trace"])
     lo, hi = min(s.points, key=lambda p: p.ms), max(s.points, key=lambda p: p.ms)
     steady = lo.ms > 0 and hi.ms < STEADY * lo.ms
     why = (f"the training log prints {len(s.points)} iteration times ({lo.ms:.0f} to "
@@ -250,7 +261,7 @@ def _too_few(s: LogSeries, line_text: LineText) -> SlowdownVerdict:
                 for p in (lo, hi)]
     return SlowdownVerdict(
         category="unknown", evidence=evidence,
-        confidence=unknown_confidence(NOTHING_TO_COMPARE if steady else SILENCE,
-                                      s.unread_files),
+        confidence=unknown_confidence(NOTHING_TO_COMPARE, s.unread_files) if steady
+        else _unexplained(s),
         summary=why if steady else f"{why}; {WHAT_WOULD_TELL}",
         unknowns=["no profiler trace, and no earlier run's log or trace to compare with"])

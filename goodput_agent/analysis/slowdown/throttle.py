@@ -43,6 +43,9 @@ GPU_IDLE = 0x1
 CLOCK_DROP = 0.85  # an SM clock under this share of the reference is low
 IDLE_CLOCK = 0.25  # without reasons, a clock under this share of the reference is idling
 MIN_LOW_SAMPLES = 2
+# how sure a throttled GPU is as the cause, by the signs that it costs step time (the trace
+# path: candidates.throttle_candidates; a training log's: log_clocks.py)
+WITH_TWO_SIGNS, WITH_ONE_SIGN, NO_SIGN = 0.9, 0.8, 0.45
 _HOST_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "instance")
 
 Key = tuple[str | None, str | None]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goodput_agent.analysis.failure.analyze import diagnose
 from goodput_agent.analysis.failure.observations import Activity, Observations
+from goodput_agent.analysis.record_levels import SILENCE_CEILING
 from goodput_agent.core.events import Clock, Event, EventKind, Locator, Role
 from goodput_agent.parsing.base import ParseContext
 from goodput_agent.parsing.job_log import PARSER
@@ -39,7 +40,7 @@ def test_a_log_that_went_silent_long_before_its_end_hung() -> None:
                    last=T0 + timedelta(hours=3), last_progress=T0 + timedelta(minutes=40),
                    prior_progress=T0 + timedelta(minutes=39), last_step=2400)
     v = diagnose(Observations(activity=[act]))
-    assert v.category == "hang" and v.confidence <= 0.45
+    assert v.category == "hang" and v.confidence <= SILENCE_CEILING
     assert "step 2400" in v.summary and "140 min" in v.summary
 
 
@@ -71,7 +72,7 @@ def test_a_job_its_scheduler_ended_hours_after_its_last_progress_hung() -> None:
     for state in ("CANCELLED by 4021", "FAILED"):
         v = diagnose(Observations(activity=[_quiet_log()],
                                   events=[_job_row(state, end)]))
-        assert v.category == "hang" and v.confidence <= 0.45, state
+        assert v.category == "hang" and v.confidence <= SILENCE_CEILING, state
         assert "step 2400" in v.summary and "180 min before the job was ended" in v.summary
     done = diagnose(Observations(activity=[_quiet_log()],
                                  events=[_job_row("COMPLETED", end)]))
@@ -82,7 +83,7 @@ def test_a_time_limit_that_ended_a_silent_job_ended_a_hang() -> None:
     silent = Observations(activity=[_quiet_log()], events=[_job_row(
         "TIMEOUT", T0 + timedelta(hours=3, minutes=40), EventKind.time_limit, "time_limit")])
     v = diagnose(silent)
-    assert v.category == "hang" and v.confidence <= 0.45
+    assert v.category == "hang" and v.confidence <= SILENCE_CEILING
     assert [a.category for a in v.alternatives][:1] == ["time_limit"]
     busy = Observations(activity=[_quiet_log()], events=[_job_row(
         "TIMEOUT", T0 + timedelta(minutes=41), EventKind.time_limit, "time_limit")])

@@ -50,11 +50,15 @@ def test_the_engines_own_record_is_the_owners_level_and_inferences_stay_below() 
     same) and prompt bursts that cut decode are inferences from its numbers."""
     owners = [analyse_engine_log([_stats(i, 32, 20 + i, 0.5) for i in range(6)], ["s.log"]),
               analyse_engine_log([_preempted(1, 40), _preempted(2, 41)], ["s.log"])]
-    inferred = [analyse_engine_log([_stats(i, 18, 30, 0.96) for i in range(4)], ["s.log"])]
+    bursts = [_stats(i, 12, 0, 0.4, prompt=30000.0 if i % 3 == 0 else 400.0,
+                     gen=20.0 if i % 3 == 0 else 900.0) for i in range(9)]
+    inferred = [analyse_engine_log([_stats(i, 18, 30, 0.96) for i in range(4)], ["s.log"]),
+                analyse_engine_log(bursts, ["s.log"])]
+    assert [r.verdict.category for r in inferred] == ["kv_cache_pressure", "prompt_length"]
     for r in owners:
         assert ONE_ARTIFACT < r.verdict.confidence <= OWNERS_RECORD == MAX_CONFIDENCE
-    for r in inferred:
-        assert r.verdict.confidence <= ONE_ARTIFACT
+    for r in inferred:  # one artifact's numbers, what would confirm them missing
+        assert r.verdict.confidence == ONE_ARTIFACT
 
 
 def test_preemptions_for_cache_space_are_kv_pressure_even_without_stats() -> None:

@@ -3,6 +3,7 @@ where the eval generator is importable, on its generated Kineto files."""
 
 import pytest
 
+from goodput_agent.analysis.record_levels import AMBIGUOUS, ONE_ARTIFACT
 from goodput_agent.analysis.slowdown.analyze import analyse
 from goodput_agent.analysis.slowdown.model import PARTS
 from goodput_agent.parsing.kineto.model import Trace, TraceMeta
@@ -113,10 +114,20 @@ def test_a_throttled_gpu_that_costs_nothing_is_only_an_alternative():
     assert [a[0] for a in v.alternatives] == ["gpu_throttling"]
 
 
-def test_every_gpu_slower_without_metrics_is_throttling_with_low_confidence():
+def test_every_gpu_slower_without_metrics_is_throttling_at_the_ambiguous_level():
+    """A throttled GPU and one shared with another process show the same per-call numbers:
+    more likely than not, below one artifact that states its class."""
     _, v = analyse(ddp_run(slow={r: 1.4 for r in range(4)}), baseline())
-    assert v.category == "gpu_throttling" and v.rank is None and v.confidence < 0.5
+    assert v.category == "gpu_throttling" and v.rank is None
+    assert 0.5 < v.confidence <= AMBIGUOUS < ONE_ARTIFACT
     assert "x1.40" in v.summary and any("no DCGM clock metrics" in u for u in v.unknowns)
+
+
+def test_every_gpu_slower_while_dcgm_shows_no_throttling_is_contested():
+    series = dcgm_series("node-0", [0, 1, 2, 3], T0)
+    _, v = analyse(ddp_run(slow={r: 1.4 for r in range(4)}), baseline(), series)
+    assert v.category == "gpu_throttling" and v.confidence < 0.5
+    assert any("DCGM shows no throttling" in u for u in v.unknowns)
 
 
 def test_node_wide_throttling_names_the_node_not_a_rank():

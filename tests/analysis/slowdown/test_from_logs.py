@@ -4,8 +4,14 @@ say what was measured, each at most 0.6."""
 
 from __future__ import annotations
 
-from goodput_agent.analysis.abstention import NOTHING_TO_COMPARE, SILENCE, UNREAD
+from goodput_agent.analysis.abstention import (
+    NOTHING_NAMES_A_CAUSE,
+    NOTHING_TO_COMPARE,
+    SILENCE,
+    UNREAD,
+)
 from goodput_agent.analysis.log_series import LogPoint, LogSeries, TimerBlock
+from goodput_agent.analysis.record_levels import ONE_ARTIFACT
 from goodput_agent.analysis.slowdown.from_logs import MAX_CONFIDENCE, log_verdict
 
 
@@ -61,9 +67,25 @@ def test_a_uniform_slowdown_with_nothing_else_is_unknown_saying_what_was_measure
     assert "profiler" in v.summary and "timing-log-level" in v.summary and "DCGM" in v.summary
 
 
+def test_a_rise_in_a_bundle_read_whole_and_quiet_rests_on_every_line() -> None:
+    pts = _series(lambda s, r: 1000.0 if s < 30 else 2000.0, ranks=range(4))
+    v = log_verdict(LogSeries(points=pts, quiet=True), _text)
+    assert v.category == "unknown" and v.confidence == NOTHING_NAMES_A_CAUSE > SILENCE
+    assert "every line of the bundle was read" in v.summary
+
+
 def test_an_unread_file_holds_the_unknown_to_unread() -> None:
     pts = _series(lambda s, r: 1000.0 if s < 30 else 2000.0)
-    assert log_verdict(LogSeries(points=pts, unread_files=1), _text).confidence == UNREAD
+    for quiet in (False, True):
+        assert log_verdict(LogSeries(points=pts, unread_files=1, quiet=quiet),
+                           _text).confidence == UNREAD
+
+
+def test_a_class_from_the_logs_numbers_is_one_artifacts_level() -> None:
+    """Who is slow, or which timer grew, is the log's own numbers; what would confirm it (a
+    trace, DCGM) is missing: one artifact's level (record_levels.py), never more."""
+    pts = _series(lambda s, r: 1500.0 if r == 6 else 1000.0 + r, ranks=range(8))
+    assert log_verdict(LogSeries(points=pts), _text).confidence == MAX_CONFIDENCE == ONE_ARTIFACT
 
 
 def test_a_steady_series_is_unknown_with_nothing_to_compare() -> None:
