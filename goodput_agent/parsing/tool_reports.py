@@ -65,9 +65,14 @@ _DNS = re.compile(r"^Name:\s+(?P<name>\S+)\s*\nAddress(?:es)?:\s+(?P<ip>[\d.]+)|
                   r"^(?P<rev>[\d.]+)\.in-addr\.arpa\s+(?:name =|domain name pointer) "
                   r"(?P<rname>\S+?)\.?\s*$|"
                   r"^(?P<hname>\S+) has address (?P<hip>[\d.]+)", re.M)
-# `getent hosts` and /etc/hosts: an address, its canonical name, then its aliases
-_HOSTS_LINE = re.compile(r"^(?P<ip>\d{1,3}(?:\.\d{1,3}){3})[ \t]+(?P<name>[A-Za-z][\w.\-]*)"
-                         r"(?:[ \t]+[A-Za-z][\w.\-]*)*[ \t]*$", re.M)
+# `getent hosts` and /etc/hosts: an address, its canonical name, then its aliases, then perhaps
+# a comment. A real /etc/hosts holds IPv6 lines too (`::1 localhost ip6-localhost`, `ff02::1
+# ip6-allnodes` in every Debian default): an IPv6 address has a `::` or all eight groups, which
+# a clock (`12:34:56 ready`) has not
+_IPV6 = r"[0-9A-Fa-f:]*::[0-9A-Fa-f:.]*|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}"
+_HOSTS_LINE = re.compile(rf"^(?P<ip>\d{{1,3}}(?:\.\d{{1,3}}){{3}}|{_IPV6})(?:%\w+)?[ \t]+"
+                         r"(?P<name>[A-Za-z][\w.\-]*)(?:[ \t]+[A-Za-z][\w.\-]*)*[ \t]*"
+                         r"(?:#.*)?$", re.M)
 
 
 def _hosts_table(text: str) -> bool:

@@ -116,6 +116,24 @@ def test_getent_hosts_lines_map_an_ip_to_its_host(tmp_path: Path) -> None:
                                      "a100-27.int.lab": ["10.3.147.119"]}
 
 
+def test_a_real_etc_hosts_with_its_ipv6_lines_and_comments_maps_its_addresses(
+        tmp_path: Path) -> None:
+    # Debian's default /etc/hosts holds IPv6 lines and comments beside the cluster's names
+    _, res = _read(tmp_path, ("127.0.0.1\tlocalhost\n"
+                              "::1\tlocalhost ip6-localhost ip6-loopback\n"
+                              "fe00::0\tip6-localnet\nff02::1\tip6-allnodes\n"
+                              "# cluster nodes\n"
+                              "10.17.144.68\th100-sxm-025.cluster.example.org\th100-sxm-025\n"
+                              "10.17.144.70 h100-sxm-026.cluster.example.org  # rack 4\n"))
+    assert res.facts["host_ips"]["h100-sxm-025.cluster.example.org"] == ["10.17.144.68"]
+    assert res.facts["host_ips"]["h100-sxm-026.cluster.example.org"] == ["10.17.144.70"]
+
+
+def test_clock_times_at_the_start_of_lines_are_no_ipv6_hosts_table(tmp_path: Path) -> None:
+    assert scan_format(tmp_path, "12:34:56 worker ready\n12:35:01 worker done\n") != \
+        "tool_report"
+
+
 def test_a_log_with_an_address_at_the_start_of_a_line_is_no_hosts_table(tmp_path: Path) -> None:
     text = ("10.0.0.5 - - [01/May/2024:10:00:00 +0000] \"GET / HTTP/1.1\" 200 12\n"
             "10.0.0.6 worker ready\n")

@@ -14,11 +14,24 @@ from datetime import datetime, timedelta
 from goodput_agent.analysis.abstention import NOTHING_TO_EXPLAIN
 from goodput_agent.core.events import Clock, Event, EventKind, Role
 
-from .attribution import culprit_rank, date_by_exit, host_of_ip, locate_link_fault
-from .causal import Cascade, causal_doubts, find_cascade, set_aside_pre_existing, stall_starts
-from .corroboration import contest_hang, failure_confidence
+from .attribution import (
+    culprit_rank,
+    date_by_exit,
+    host_of_ip,
+    locate_link_fault,
+    locate_lost_node,
+)
+from .causal import (
+    Cascade,
+    causal_doubts,
+    find_cascade,
+    noticed_later,
+    set_aside_pre_existing,
+    stall_starts,
+)
+from .corroboration import CORROBORATION_STEP, contest_hang, failure_confidence
 from .hang import HangFinding, find_hang
-from .hang_verdict import hang_or_unknown, symptom_alternative
+from .hang_verdict import hang_confidence, hang_or_unknown, symptom_alternative
 from .model import (  # noqa: F401 - the models are failure's API
     BASE_CONFIDENCE,
     CONTESTED_CONFIDENCE,
@@ -136,7 +149,8 @@ def _before_the_stall(best: Candidate, cands: list[Candidate], events: list[Even
     stall; an unplaced candidate may have, and is preferred."""
     starts = [at for _, at in stall_starts(events)]
     onset = min(starts) if starts else None
-    if onset is None or best.at is None or best.at <= onset + STALL_SLACK:
+    if onset is None or best.at is None or best.at <= onset + STALL_SLACK \
+            or noticed_later(best, onset):
         return best
     untimed = [c for c in cands if c.at is None and c.category != best.category]
     unknowns.append(f"the collectives had stalled since {_fmt(onset)}, before "
@@ -300,7 +314,7 @@ def _stuck_elsewhere(best: Candidate, cascade: Cascade, events: list[Event],
     when the ranks' progress singles out a stuck rank on another node, that rank is the story."""
     if not cascade.exact or cascade.onset is None or best.at is None \
             or best.event.clock in (Clock.carried, Clock.none) \
-            or best.at <= cascade.onset + STALL_SLACK:
+            or best.at <= cascade.onset + STALL_SLACK or noticed_later(best, cascade.onset):
         return None
     hang = find_hang(events, obs)
     if hang is None or hang.strength < 0.6:
@@ -323,6 +337,13 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
                     cascade: Cascade) -> FailureVerdict:
     if best.category == "network_fault":
         best = locate_link_fault(best, cands, events, obs, names)
+    placed_by_silence = None
+    if best.category == "node_failure" and best.event.node is None \
+            and (hang := find_hang(events, obs)) is not None:
+        best = locate_lost_node(best, hang, obs, names)
+        # the class is the scheduler's record; the place rests on silence, which it corroborates
+        placed_by_silence = hang_confidence(hang) + CORROBORATION_STEP if best.event.node \
+            else None
     e = best.event
     if best.category in JOB_LEVEL and not e.detail.get("pod"):
         # the scheduler ended the whole job: no node or rank is at fault (a preempted
@@ -331,6 +352,8 @@ def _from_candidate(best: Candidate, cands: list[Candidate], events: list[Event]
     rank = culprit_rank(e, events, obs, names)
     support = _support(e, events, rank)
     conf = failure_confidence(best, cands, events, obs, cascade, unknowns)
+    if placed_by_silence is not None:
+        conf = min(conf, round(placed_by_silence, 2))
     doubts = causal_doubts(best, events, obs, cascade)
     if doubts:  # a wrong answer said with confidence costs more trust than a hedged one
         conf = min(conf, CONTESTED_CONFIDENCE)

@@ -32,6 +32,10 @@ PROGRESS_SLACK = timedelta(minutes=5)
 BURST_WINDOW = timedelta(minutes=5)
 # A step logged this long after an event finished after it (logging trails the step a little).
 STEP_SLACK = timedelta(seconds=60)
+# slurmctld declares a node down only after it went SlurmdTimeout without answering (300 s by
+# default, raised on large clusters, then a ping cycle): its NODE_FAIL is dated when it noticed,
+# minutes after the node left; within this lag of a stall it may be the stall's cause
+NODE_DOWN_NOTICE = timedelta(minutes=30)
 # Symptoms that date a cascade: ranks losing their peers, the launcher tearing the job down.
 CASCADE_KINDS = (EventKind.nccl_watchdog_timeout, EventKind.connection_reset,
                  EventKind.nccl_error, EventKind.signal, EventKind.elastic_failure,
@@ -282,3 +286,10 @@ def _one_per_place(alts: list[Alternative]) -> list[Alternative]:
             seen.add((a.category, a.node))
             out.append(a)
     return out
+
+
+def noticed_later(best: Candidate, onset: datetime) -> bool:
+    """The scheduler's record of a lost node dated within its notice lag after the stall: the
+    node may have left when the collectives stopped and been declared down later."""
+    return best.category == "node_failure" and best.event.kind in SCHEDULER_KINDS \
+        and best.at is not None and best.at - onset <= NODE_DOWN_NOTICE

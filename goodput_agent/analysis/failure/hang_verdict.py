@@ -39,6 +39,12 @@ def symptom_alternative(events: list[Event], verdict_at: datetime | None,
                  f"rank{' on ' + culprit_node if culprit_node else ''} fails first"))
 
 
+def hang_confidence(hang: HangFinding) -> float:
+    """How sure a hang told by the collectives' progress is: by how decisively it singles out
+    where the progress stopped."""
+    return BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
+
+
 def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
                      hang: HangFinding | None, names: NodeNames) -> FailureVerdict:
     if hang is None:
@@ -74,7 +80,7 @@ def hang_or_unknown(events: list[Event], obs: Observations, unknowns: list[str],
     if own := silent_ranks_own_errors(hang, events, obs.rank_hosts):
         return _own_error_verdict(own, hang, node)
     elastic = [e for e in events if e.kind == EventKind.elastic_failure]
-    conf = BASE_CONFIDENCE["hang"] + 0.25 * hang.strength - 0.1
+    conf = hang_confidence(hang)
     alts: list[Alternative] = []
     for e in elastic[:1]:
         root = e.detail.get("root_rank", e.rank)

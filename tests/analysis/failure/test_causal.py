@@ -201,3 +201,37 @@ def test_the_schedulers_node_fail_ties_an_early_node_record_to_the_job(tmp_path:
     loose = investigate(node_lost_bundle(tmp_path / "loose", "FAILED"), tmp_path)
     assert loose.root_cause.confidence <= 0.45
     assert any("long before the failure" in u for u in loose.unknowns)
+
+
+def _node_fail_only(root: Path, job_state: str, end: str) -> Path:
+    """node_lost_bundle with no node record at all: the scheduler's row and the ranks' logs."""
+    bundle = node_lost_bundle(root, job_state)
+    (bundle / "slurm/scontrol_node.txt").unlink()
+    shutil.rmtree(bundle / "nodes")
+    sacct = bundle / "sched/sacct.txt"
+    sacct.write_text(sacct.read_text().replace("07:00:31", end))
+    return bundle
+
+
+def test_a_node_fail_noticed_after_the_stall_is_placed_where_the_ranks_went_silent(
+        tmp_path: Path) -> None:
+    # slurmctld declares a node down only after SlurmdTimeout without an answer: its NODE_FAIL
+    # (07:00) comes minutes after the collectives stalled (06:48); n3's ranks printed nothing
+    # while every other rank timed out waiting, so n3 is the node that left
+    report = investigate(_node_fail_only(tmp_path / "late", "NODE_FAIL", "07:00:31"), tmp_path)
+    assert verdict(report) == ("node_failure", "n3", None)
+    # the class is the scheduler's record; the place rests on silence: never a first-hand level
+    assert 0.6 <= report.root_cause.confidence <= 0.75
+    assert not any("may be a consequence" in u for u in report.unknowns)
+    # without the scheduler's NODE_FAIL the same silence is a hang on n3, not a node failure
+    failed = investigate(_node_fail_only(tmp_path / "failed", "FAILED", "07:00:31"), tmp_path)
+    assert verdict(failed) == ("hang", "n3", None)
+
+
+def test_a_node_fail_long_after_the_stall_stays_a_contested_hang(tmp_path: Path) -> None:
+    # an hour after the stall the node's loss is no longer the scheduler noticing late: the job
+    # had hung first (a hung node rebooted ends the job as NODE_FAIL too)
+    report = investigate(_node_fail_only(tmp_path / "hour", "NODE_FAIL", "07:50:31"), tmp_path)
+    assert verdict(report) == ("hang", "n3", None)
+    assert report.root_cause.confidence <= 0.45
+    assert any("may be a consequence" in u for u in report.unknowns)
