@@ -115,11 +115,17 @@ def observations(outputs: Mapping[str, object]) -> tuple[Observations, Scheduler
     obs.kernel_log_nodes |= set(facts.kernel_log_hosts)
     obs.job_log_nodes = {f.node_hint for f in inv.of_format("job_log") if f.node_hint}
     obs.job_nodes = facts.job_nodes(obs.job_id)
+    obs.launcher_nodes = list(dict.fromkeys(facts.srun_task_hosts.values()))
     # Slurm-on-Kubernetes: when Slurm itself names a pod as a node, that name is the node
     obs.host_aliases = facts.host_aliases(set(obs.job_nodes) if obs.scheduler_kind == "slurm"
                                           else set())
     obs.job_pods = {p.name for p in facts.pods if p.name}
-    named = files_named_after_nodes(inv, {*obs.job_nodes, *obs.rank_hosts.values()})
+    # a cluster spec's hosts (TF_CONFIG) name the job's nodes too; the task a file's own spec
+    # names is that file's host, whatever the file is called
+    cluster = {h for f in obs.facts.values() for h in f.get("cluster_hosts") or []}
+    named = files_named_after_nodes(inv, {*obs.job_nodes, *obs.rank_hosts.values(), *cluster})
+    named |= {path: str(f["process_host"]) for path, f in obs.facts.items()
+              if f.get("process_host")}
     for e in obs.events:
         if e.node is None and e.locator.path in named:
             e.node = named[e.locator.path]

@@ -236,7 +236,8 @@ def _pick_placed(cands: list[Candidate], tolerance: timedelta) -> Candidate:
 
 
 def names_for(obs: Observations) -> NodeNames:
-    return NodeNames(obs.job_nodes + sorted(set(obs.rank_hosts.values())), obs.host_aliases)
+    return NodeNames(obs.job_nodes + obs.launcher_nodes + sorted(set(obs.rank_hosts.values())),
+                     obs.host_aliases)
 
 
 def _support(primary: Event, events: list[Event], rank: int | None) -> list[Event]:

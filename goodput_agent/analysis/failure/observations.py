@@ -41,6 +41,9 @@ class Observations(BaseModel):
     job_log_nodes: set[str] = Field(default_factory=set)
     scheduler_kind: str | None = None  # "slurm" | "kubernetes"
     job_nodes: list[str] = Field(default_factory=list)
+    # the nodes srun named (its task exits, node failures): Slurm's spelling where no scheduler
+    # row lists the job's nodes (NCCL prints the host's own, often fully qualified, name)
+    launcher_nodes: list[str] = Field(default_factory=list)
     job_id: str | None = None
     # other names of a node: a pod's name, hostname and IP all mean the node it ran on
     host_aliases: dict[str, str] = Field(default_factory=dict)

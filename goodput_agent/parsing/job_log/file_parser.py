@@ -24,6 +24,7 @@ from goodput_agent.parsing.job_log.prefixes import (
 from goodput_agent.parsing.job_log.ranks import RankResolver, rank_offsets
 from goodput_agent.parsing.job_log.slurm_lines import SlurmLines
 from goodput_agent.parsing.job_log.state import FORMAT, Pending, Stream
+from goodput_agent.parsing.job_log.tf_config import tf_task
 
 _WORLD = re.compile(r"(?i)\bworld[_ ]size\b[\"']?\s*[:=]\s*(\d+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
@@ -87,6 +88,11 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
             self.world.add(int(m[1]))
         if "NCCL version" in content and (m := _NCCL_VERSION.search(content)):
             self.facts.setdefault("nccl_version", m[1])
+        if "TF_CONFIG" in content and (tf := tf_task(content)):
+            hosts = self.facts.setdefault("cluster_hosts", [])
+            hosts += [h for h in tf.hosts if h not in hosts]
+            if tf.own:
+                self.tf_own.add(tf.own)
 
     def _match(self, stream: Stream, c: str) -> None:
         for matcher in (self._m_watchdog, self._m_progress, self._m_nccl_line, self._m_ib,
@@ -133,6 +139,8 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
             # srun task ids are ranks only when srun launched one task per rank: a weaker
             # source than NCCL's own lines, used by the analysis only to fill gaps
             res.facts["srun_task_hosts"] = {str(k): v for k, v in self.srun_task_hosts.items()}
+        if len(self.tf_own) == 1:  # one task's spec: the file is that process's output
+            res.facts["process_host"] = next(iter(self.tf_own))
         for rank, host in self.elastic_hosts.items():
             res.rank_hosts.setdefault(rank, host)  # torchelastic's host is socket.getfqdn()
         if self.labels_are_nodes and self.locals_seen:

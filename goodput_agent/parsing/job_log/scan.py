@@ -14,6 +14,7 @@ from goodput_agent.parsing.failure_words import MARKERS as WORD_MARKERS
 from goodput_agent.parsing.failure_words import FailureLines
 from goodput_agent.parsing.job_log.iterations import MARKERS as ITERATION_MARKERS
 from goodput_agent.parsing.job_log.prefixes import TS_PROBE
+from goodput_agent.parsing.job_log.tf_config import MARKER as TF_CONFIG_MARKER
 from goodput_agent.parsing.lines import CHUNK_BYTES, decode
 from goodput_agent.parsing.prefilter import count_newlines, prefilter_for
 
@@ -36,6 +37,7 @@ MARKERS: tuple[bytes, ...] = (
     b"OOMKilled", b"OOM-killed", b"exit_code", b"WTERMSIG",  # a platform's exit diagnostics
     b"exceeded MEM usage",  # Torque/PBS's memory limit
     b"ask role", b"ask Role", b"askRole",  # ... and its task list (platform_tasks.py)
+    TF_CONFIG_MARKER,  # TensorFlow's cluster spec: this task's host (tf_config.py)
 )
 # One pass finds the parser's lines and the lines holding a failure's words
 # (parsing/failure_words.py), each marker tagged with its reader's bit.

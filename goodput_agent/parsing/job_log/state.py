@@ -90,6 +90,7 @@ class LineState:
         self.prefixed_hosts: set[tuple[LinePrefix, str, int, str]] = set()  # prefix, host, pid, dev
         self.pairs: set[tuple[int | None, int, int]] = set()  # (label, local, global)
         self.elastic_hosts: dict[int, str] = {}  # rank -> host from torchelastic summaries
+        self.tf_own: set[str] = set()  # this process's host by TF_CONFIG's task
         self.locals_seen: set[int] = set()
         self.labels_are_nodes = False
         self.srun_task_hosts: dict[int, str] = {}

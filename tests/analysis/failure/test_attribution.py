@@ -132,3 +132,23 @@ def test_host_oom_kill_of_a_worker_goes_to_the_rank_killed_by_sigkill(tmp_path: 
     report = investigate(bundle, tmp_path)
     assert (report.root_cause.category, report.root_cause.node) == ("host_oom", "dgx-a100-19")
     assert report.root_cause.rank == int(sigkilled[1])
+
+
+def test_a_node_is_named_as_slurm_spells_it_when_srun_names_it(tmp_path: Path) -> None:
+    # NCCL prints the host's own, fully qualified name; srun prints Slurm's node name, the one
+    # `scontrol` and `--exclude` take: with no scheduler row listing the job's nodes, srun's
+    # spelling is the scheduler's
+    fqdn = "a100-35.int.lab.example.net"
+    lines = [f"{r}: {fqdn if r < 4 else 'a100-36.int.lab.example.net'}:4410{r}:4420{r} "
+             f"[{r % 4}] NCCL INFO comm 0x15 rank {r} nranks 8 cudaDev {r % 4} busId 1b000 "
+             "commId 0xea - Init COMPLETE" for r in range(8)]
+    lines += ["2: Traceback (most recent call last):",
+              '2:   File "/workspace/train.py", line 88, in step',
+              "2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 "
+              "has a total capacity of 79.10 GiB of which 2.31 GiB is free.",
+              "srun: error: a100-35: task 2: Exited with exit code 1"]
+    (tmp_path / "b/logs").mkdir(parents=True)
+    (tmp_path / "b/logs/slurm-7715896.out").write_text("\n".join(lines) + "\n")
+    report = investigate(tmp_path / "b", tmp_path)
+    assert (report.root_cause.category, report.root_cause.node, report.root_cause.rank) == \
+        ("gpu_oom", "a100-35", 2)
