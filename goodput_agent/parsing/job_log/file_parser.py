@@ -128,10 +128,15 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         file_rank = next(iter(sole)) if len(sole) == 1 and not self.prefixed else None
         resolve = RankResolver(self.ctx, offsets, single_node, self.labels_are_nodes, pid_rank,
                                file_rank)
+        bare_hosts = {h for p, h, _pid, _dev in self.prefixed_hosts if p == LinePrefix()}
         for prefix, host, pid, dev in sorted(self.prefixed_hosts, key=str):
             rank = resolve.prefix_rank(prefix)
             if rank is None:
                 rank = pid_rank.get((host, pid))
+            if rank is None and prefix == LinePrefix() and len(bare_hosts) == 1:
+                # one process's file (its NCCL lines name one host), named after its rank: a
+                # rank that failed before NCCL's Init COMPLETE line still has its host
+                rank = self.ctx.rank_hint
             if rank is not None:
                 res.rank_hosts.setdefault(rank, host)
                 res.rank_gpus.setdefault(rank, dev)

@@ -995,3 +995,16 @@ def test_argparse_refusing_the_command_line_is_the_applications_error(tmp_path: 
     # other programs' "X: error:" lines are not argparse's
     assert not [e for e in parse(tmp_path, "slurmstepd: error: x\nmake: error: y\n").events
                 if e.detail.get("exc_type") == "argparse"]
+
+
+def test_a_rank_file_whose_nccl_lines_name_one_host_gives_that_rank_its_host(
+        tmp_path: Path) -> None:
+    # the rank failed before NCCL printed its Init COMPLETE line (no rank in it to map): the
+    # host its NCCL lines name is still the file's, and the file is that rank's
+    text = ("gpu-b.lab:2625183:2625192 [2] NCCL WARN Socket creation failed\n"
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "unhandled system error, NCCL version 2.20.5\n")
+    assert parse(tmp_path, text, "rank10.log", rank_hint=10).rank_hosts == {10: "gpu-b.lab"}
+    # a file holding two hosts' lines is no one process's: no rank is given a host from it
+    two = text + "gpu-c.lab:2625184:2625193 [3] NCCL WARN Socket creation failed\n"
+    assert parse(tmp_path, two, "rank11.log", rank_hint=11).rank_hosts == {}
