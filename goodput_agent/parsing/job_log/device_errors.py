@@ -127,10 +127,15 @@ class DeviceErrors(LineState):
             self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                      "NVML says a GPU is lost", {"weight": 0.8, "user_space": "nvml"})
         elif m["lspci"]:
+            # lspci leaves out the PCI domain where it is 0000; NCCL's busId and nvidia-smi
+            # write it: the GPU is placed (and its rank found) in the one spelling
+            bus = m["bus"].lower()
+            full = bus if bus.count(":") == 2 else f"0000:{bus}"
             self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                      f"lspci reads NVIDIA device {m['bus']} as all-ones (rev ff): it has "
                      "fallen off the bus", {"pci": m["bus"], "weight": 0.85,
-                                            "user_space": "lspci"})
+                                            "user_space": "lspci",
+                                            "gpu_pci": full.rsplit(".", 1)[0]})
         else:  # a driver that did not load gives the same words: the weakest of the four
             self.add(EventKind.gpu_device_unhealthy, Role.primary, "gpu_hardware",
                      "nvidia-smi found no GPU", {"weight": 0.4, "user_space": "nvidia-smi"})

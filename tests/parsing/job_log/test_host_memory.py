@@ -74,6 +74,18 @@ def test_the_gpu_lost_as_user_space_sees_it(tmp_path: Path, line: str, weight: f
     assert e.detail["user_space"]
 
 
+@pytest.mark.parametrize("line", [
+    "Unable to determine the device handle for GPU 0000:5D:00.0: Unknown Error",
+    "5d:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev ff)",  # no domain
+    "0000:5d:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev ff)",
+])
+def test_a_lost_gpu_is_named_in_the_one_pci_spelling_nccl_bus_id_maps(
+        tmp_path: Path, line: str) -> None:
+    # NCCL's busId 5d000 is 0000:5d:00: the lost GPU names its rank only in that spelling
+    [e] = _events(tmp_path, line + "\n")
+    assert e.gpu == "0000:5d:00"
+
+
 def test_driver_api_names_tensorflow_and_glog_print(tmp_path: Path) -> None:
     events = _events(tmp_path, (
         "2024-01-01 10:00:00.000: E tensorflow/stream_executor/cuda/cuda_driver.cc:1] failed "
