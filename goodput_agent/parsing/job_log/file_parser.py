@@ -17,6 +17,7 @@ from goodput_agent.parsing.job_log.nccl_lines import NcclLines
 from goodput_agent.parsing.job_log.platform_tasks import PlatformTasks
 from goodput_agent.parsing.job_log.prefixes import (
     HEAD_TS,
+    SYSLOG_TS,
     LinePrefix,
     split_prefix,
     strip_runtime_ts,
@@ -44,11 +45,16 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
         runtime_ts, stripped = strip_runtime_ts(line)
         prefix, content = split_prefix(stripped)
         m = HEAD_TS.match(content)
-        self.own_time = m is not None or runtime_ts is not None
+        # a syslog header split_prefix took off before a launcher prefix: its time is the line's
+        sm = SYSLOG_TS.match(stripped) if m is None and runtime_ts is None \
+            and prefix != LinePrefix() and content is not stripped else None
+        self.own_time = m is not None or runtime_ts is not None or sm is not None
         if m:
             self.time_src = m["ts"]
         elif runtime_ts:
             self.time_src = runtime_ts
+        elif sm:
+            self.time_src = sm["ts"]
         self.lineno, self.line, self.prefix = lineno, line, prefix
         self._note_prefix(prefix)
         self._facts(content)

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from goodput_agent.core.events import Clock
-from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso
+from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso, parse_syslog
 
 _PREFIX_SRC = (
+    # a syslog header before a launcher prefix: the ranks' output forwarded by journald/rsyslog
+    # ("Sep 23 13:50:09 host python3[1144714]: [rank44]:..."); kept where no prefix follows
+    r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T[\d:.]+"
+    r"(?:Z|[+\-]\d{2}:\d{2})?)[ \t]+[\w.\-]+[ \t]+(?!kernel:)[\w.\-/@]+(?:\[\d+\])?:[ \t]?"
+    r"(?=\[[A-Za-z_]*\d+\]:|\d{1,6}: |\[\d+,\d+\]<std))?"
     r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
     r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
     r"(?:\[\d+\][ \t]+(?=\[))?"  # "[80746] [rank0]:" line counters pasted by viewers
@@ -47,6 +52,9 @@ class LinePrefix:
 # `kubectl logs --timestamps` / the container runtime put an RFC 3339 time before the line
 _RUNTIME_TS = re.compile(
     r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) ")
+
+
+SYSLOG_TS = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) ")
 
 
 def strip_runtime_ts(line: str) -> tuple[str | None, str]:
@@ -96,6 +104,8 @@ def parse_time_text(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | 
         if len(text) > 10 and text[10] == "_":
             text = text[:10] + " " + text[11:]
         return parse_iso(text, policy)
+    if SYSLOG_TS.match(text + " "):  # a syslog header's (the ranks' output forwarded)
+        return parse_syslog(text, policy)
     return _glog_time(text, policy)
 
 

@@ -1008,3 +1008,24 @@ def test_a_rank_file_whose_nccl_lines_name_one_host_gives_that_rank_its_host(
     # a file holding two hosts' lines is no one process's: no rank is given a host from it
     two = text + "gpu-c.lab:2625184:2625193 [3] NCCL WARN Socket creation failed\n"
     assert parse(tmp_path, two, "rank11.log", rank_hint=11).rank_hosts == {}
+
+
+def test_ranks_output_forwarded_by_syslog_keeps_its_rank_and_takes_the_headers_time(
+        tmp_path: Path) -> None:
+    # journald/rsyslog put their header before the launcher's prefix (and escape the tab)
+    head = "Sep 23 13:50:09 h100-sxm-018 python3[1144714]: [rank44]:#011"
+    text = "\n".join(head + ln for ln in (
+        "Traceback (most recent call last):",
+        '  File "/opt/train/run.py", line 412, in <module>',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU 4 has a "
+        "total capacity of 79.11 GiB of which 1.20 GiB is free.")) + "\n"
+    oom = [e for e in parse(tmp_path, text, "syslog").events if e.category == "gpu_oom"]
+    assert [(e.rank, e.ts) for e in oom] == [(44, datetime(2024, 9, 23, 13, 50, 9, tzinfo=UTC))]
+
+
+@pytest.mark.parametrize("line", [
+    "Sep 23 13:50:09 gpu-3 kernel: [812.5] NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off",
+    "Sep 23 13:50:09 gpu-3 systemd[1]: Started Session 4 of user root.",
+])
+def test_a_syslog_line_without_a_launcher_prefix_is_kept_whole(line: str) -> None:
+    assert split_prefix(line) == (LinePrefix(), line)
