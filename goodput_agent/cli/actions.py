@@ -155,7 +155,7 @@ def approve_cmd(action_id: int, approver: str | None, yes: bool, slurm_conf: Pat
     and execute it through the gate once the approvals the policy asks for stand. Refused
     (exit 2, with a ledger row) whenever the policy, the approval or your identity says no."""
     from goodput_agent.approval import store
-    from goodput_agent.approval.decide import approve_and_execute, live_context
+    from goodput_agent.approval.approve_then_execute import approve_and_execute, live_context
     from goodput_agent.approval.decision import run_record, view_action
     from goodput_agent.approval.gate import GateRefused
     from goodput_agent.cli.action_views import render_preview, render_run

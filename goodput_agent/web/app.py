@@ -3,7 +3,8 @@ Jinja2, pictures as SVG from the CLI's renderers, static files served from the p
 
 Pages only read (one short read session of the ledger per request, goodput_agent/ledger/).
 Approve and reject — by a person the server authenticated (web/people.py) — go through the
-approval gate on the CLI's own path (goodput_agent/approval/decide.py); nothing else writes.
+approval gate on the CLI's own path (goodput_agent/approval/approve_then_execute.py); nothing
+else writes.
 
 Each page is a module (web/pages/*.py) with `routes(site) -> list[BaseRoute]`; a new page is one
 new module and one line in PAGES (its routes function). What the pages share (templates, the

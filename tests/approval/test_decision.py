@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from goodput_agent.approval.decide import approve_and_execute
+from goodput_agent.approval.approve_then_execute import approve_and_execute
 from goodput_agent.approval.decision import view_action
 from goodput_agent.approval.gate import reject_action
 from goodput_agent.approval.policy import Policy, parse_policy

@@ -1,7 +1,8 @@
 """An action's page, and what writes: approve and reject, by an authenticated person, through
-the one path the CLI takes too (approval/decide.py): the approval is recorded and, once the
-approvals the policy asks for stand, the gate executes and the page shows what ran. The API
-(`POST /api/actions/N/approve`, a personal token as Bearer) is the same path in JSON."""
+the one path the CLI takes too (approval/approve_then_execute.py): the approval is recorded
+and, once the approvals the policy asks for stand, the gate executes and the page shows what
+ran. The API (`POST /api/actions/N/approve`, a personal token as Bearer) is the same path in
+JSON."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from goodput_agent.approval import store
-from goodput_agent.approval.decide import approve_and_execute, live_context
+from goodput_agent.approval.approve_then_execute import approve_and_execute, live_context
 from goodput_agent.approval.decision import view_action
 from goodput_agent.approval.gate import (
     GateRefused,
