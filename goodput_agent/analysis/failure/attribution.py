@@ -71,18 +71,17 @@ def locate_link_fault(best: Candidate, cands: list[Candidate], events: list[Even
 def locate_lost_node(best: Candidate, hang: HangFinding | None, obs: Observations,
                      names: NodeNames) -> Candidate:
     """The scheduler's NODE_FAIL names the job's nodes, not the one that left: that one is where
-    the ranks went silent while the others waited for them (every rank's output read, the
-    world known; silence counts only then)."""
+    the collectives stopped, the rank behind the others or the ranks that went silent while
+    the others waited for them (every rank's output read, the world known: silence counts
+    only then)."""
     if hang is None or hang.unaccounted or not hang.world_known or hang.from_dumps:
         return best
     node = names.canon(obs.rank_hosts.get(hang.rank) if hang.rank is not None else hang.node)
     listed = best.event.detail.get("nodes") or []
     if not node or (listed and node not in {names.canon(n) for n in listed}):
         return best
-    ranks = ", ".join(str(r) for r in hang.ranks_behind)
-    note = (f"{node} is where the ranks went silent ({ranks}) while {hang.timed_out_ranks} "
-            "others timed out waiting for them; the scheduler declares a node down minutes "
-            "after it stops answering")
+    note = (f"{node} is where the collectives stopped ({hang.reason}); the scheduler declares "
+            "a node down minutes after it stops answering")
     moved = best.event.model_copy(update={"node": node, "rank": None, "gpu": None})
     return best.model_copy(update={"event": moved, "note": note})
 
