@@ -12,8 +12,9 @@ from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso, parse_syslog
 _PREFIX_SRC = (
     # a syslog header before a launcher prefix: the ranks' output forwarded by journald/rsyslog
     # ("Sep 23 13:50:09 host python3[1144714]: [rank44]:..."); kept where no prefix follows
-    r"(?:(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T[\d:.]+"
-    r"(?:Z|[+\-]\d{2}:\d{2})?)[ \t]+[\w.\-]+[ \t]+(?!kernel:)[\w.\-/@]+(?:\[\d+\])?:[ \t]?"
+    # (its time already taken off where it is RFC 3339's: strip_runtime_ts)
+    r"(?:(?:(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T[\d:.]+"
+    r"(?:Z|[+\-]\d{2}:?\d{2})?)[ \t]+)?[\w.\-]+[ \t]+(?!kernel:)[\w.\-/@]+(?:\[\d+\])?:[ \t]?"
     r"(?=\[[A-Za-z_]*\d+\]:|\d{1,6}: |\[\d+,\d+\]<std))?"
     r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
     r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
@@ -54,7 +55,9 @@ _RUNTIME_TS = re.compile(
     r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) ")
 
 
-SYSLOG_TS = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?) ")
+# a syslog header's time: BSD syslog's, or journalctl -o short-iso's
+SYSLOG_TS = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|"
+                       r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+\-]\d{2}:?\d{2})?) ")
 
 
 def strip_runtime_ts(line: str) -> tuple[str | None, str]:

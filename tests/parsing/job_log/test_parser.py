@@ -1010,10 +1010,15 @@ def test_a_rank_file_whose_nccl_lines_name_one_host_gives_that_rank_its_host(
     assert parse(tmp_path, two, "rank11.log", rank_hint=11).rank_hosts == {}
 
 
+@pytest.mark.parametrize("stamp", [
+    "Sep 23 13:50:09",  # BSD syslog, rsyslog's default
+    "2024-09-23T13:50:09+0000",  # journalctl -o short-iso
+    "2024-09-23T13:50:09.000000+00:00",  # RFC 3339, rsyslog's high-precision template
+])
 def test_ranks_output_forwarded_by_syslog_keeps_its_rank_and_takes_the_headers_time(
-        tmp_path: Path) -> None:
+        tmp_path: Path, stamp: str) -> None:
     # journald/rsyslog put their header before the launcher's prefix (and escape the tab)
-    head = "Sep 23 13:50:09 h100-sxm-018 python3[1144714]: [rank44]:#011"
+    head = f"{stamp} h100-sxm-018 python3[1144714]: [rank44]:#011"
     text = "\n".join(head + ln for ln in (
         "Traceback (most recent call last):",
         '  File "/opt/train/run.py", line 412, in <module>',
