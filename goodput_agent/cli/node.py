@@ -1,7 +1,7 @@
 """`goodput node-health`: this host's GPUs as NVML reads them, and the Xids in its kernel log.
 
 Run it on a GPU node (`--json` is what a fixture capture or a script reads). Without an NVIDIA
-driver it prints one line, "nvml: no NVIDIA driver on this host (...)", and exits 2. A kernel
+driver it prints one line, "nvml: no NVIDIA driver here (...)", and exits 2. A kernel
 log that cannot be read (no journal, dmesg restricted) is noted, not fatal.
 """
 

@@ -7,7 +7,7 @@ set is registered; past ones are in the kernel log).
 Every field is read on its own: NVML_ERROR_NOT_SUPPORTED makes that field "n/a" (listed in
 `not_supported`), any other NVML error is kept in `errors` under the field's name; neither stops
 the other fields. Without a driver `nvmlInit()` raises NVMLError_LibraryNotFound (or
-DriverNotLoaded): that is NotInstalled, one line "no NVIDIA driver on this host".
+DriverNotLoaded): that is NotInstalled, one line "no NVIDIA driver here".
 
 `problems` lists what a person would act on (uncorrectable ECC, pending or failed row remaps,
 pending page retirement, hardware/thermal slowdown, an inactive NVLink, Xid events), each with
@@ -137,10 +137,10 @@ def init(nvml: Any) -> None:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:
         if isinstance(exc, nvml.NVMLError_LibraryNotFound):
-            raise NotInstalled(SOURCE, "no NVIDIA driver on this host (libnvidia-ml.so.1 not "
+            raise NotInstalled(SOURCE, "no NVIDIA driver here (libnvidia-ml.so.1 not "
                                "found)", "nvmlInit") from None
         if isinstance(exc, nvml.NVMLError_DriverNotLoaded):
-            raise NotInstalled(SOURCE, "no NVIDIA driver on this host (the driver is not "
+            raise NotInstalled(SOURCE, "no NVIDIA driver here (the driver is not "
                                "loaded)", "nvmlInit") from None
         if isinstance(exc, nvml.NVMLError_NoPermission):
             raise Forbidden(SOURCE, f"NVML refused: {exc}", "nvmlInit") from None

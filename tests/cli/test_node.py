@@ -24,7 +24,7 @@ def test_no_driver_one_line_exit_2():
     result = CliRunner().invoke(cli, ["node-health", "--json"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "goodput: error: nvml: no NVIDIA driver on this host (libnvidia-ml.so.1 not found)"]
+        "goodput: error: nvml: no NVIDIA driver here (libnvidia-ml.so.1 not found)"]
 
 
 def test_json_and_table_from_the_fake_nvml(monkeypatch):

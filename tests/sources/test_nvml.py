@@ -19,7 +19,7 @@ CORR, UNC = N.NVML_MEMORY_ERROR_TYPE_CORRECTED, N.NVML_MEMORY_ERROR_TYPE_UNCORRE
 def test_no_driver_is_one_clear_error():
     with pytest.raises(NotInstalled) as got:
         read_node()
-    assert str(got.value) == "nvml: no NVIDIA driver on this host (libnvidia-ml.so.1 not found)"
+    assert str(got.value) == "nvml: no NVIDIA driver here (libnvidia-ml.so.1 not found)"
     assert got.value.kind == "not_installed"
 
 
