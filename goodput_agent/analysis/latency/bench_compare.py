@@ -6,7 +6,8 @@ output tokens (total generated / successful requests); beside them the request r
 latencies (mean TTFT, mean ITL, mean end-to-end). The slower run is the one whose mean TTFT and
 end-to-end latency rose together (the product of their ratios above 1): a rise is measured,
 never assumed from the files' names. A class is named only when its factor moved and the
-others held (grew by under 25 %; one that shrank cannot have raised the latency):
+others held (grew by under 25 %; one that shrank cannot have raised the latency; one that
+grew by under 50 % contests only through the latency it drives, when that moved too):
 - prompt_length: prompts per request x1.5 or more, TTFT up, ITL, output length and the
   request rate held: prefill of longer prompts;
 - output_length: outputs per request x1.5 or more, end-to-end up, ITL, prompt length and the
@@ -80,15 +81,24 @@ def _moved(r: float | None) -> bool:
     return r is not None and r >= MOVED
 
 
+def _no_rival(r: dict[str, float | None], factor: str, through: str) -> bool:
+    """A factor that grew less than a cause would (under MOVED) contests the verdict only
+    through the latency it drives: longer outputs raise TTFT only by loading the server, which
+    the inter-token latency shows; longer prompts raise end-to-end latency only through TTFT."""
+    return _held(r[factor]) or (not _moved(r[factor]) and _held(r[through]))
+
+
 def _decide(r: dict[str, float | None]) -> tuple[str, str]:
     if _moved(r["prompt_tokens"]) and _moved(r["ttft"]) and _held(r["itl"]) \
-            and _held(r["output_tokens"]) and _held(r["request_rate"]):
-        return "prompt_length", "prompts grew per request while the rate, output length and " \
-                                "inter-token latency held: the prefill of longer prompts"
+            and _no_rival(r, "output_tokens", "itl") and _held(r["request_rate"]):
+        return "prompt_length", "prompts grew per request while the rate and the inter-token " \
+                                "latency held (and with it the server's load): the prefill of " \
+                                "longer prompts"
     if _moved(r["output_tokens"]) and _moved(r["e2e"]) and _held(r["itl"]) \
-            and _held(r["prompt_tokens"]) and _held(r["request_rate"]):
-        return "output_length", "outputs grew per request while the rate, prompt length and " \
-                                "inter-token latency held: more decode steps per request"
+            and _no_rival(r, "prompt_tokens", "ttft") and _held(r["request_rate"]):
+        return "output_length", "outputs grew per request while the rate, the inter-token " \
+                                "latency and the time to first token held: more decode steps " \
+                                "per request"
     if _moved(r["request_rate"]) and _moved(r["ttft"]) and _held(r["prompt_tokens"]) \
             and _held(r["output_tokens"]):
         return "queueing", "the request rate grew while the lengths held: more load on the " \

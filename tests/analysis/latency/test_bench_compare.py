@@ -52,6 +52,15 @@ def _result(tmp_path: Path, name: str, **changed: float) -> BenchResult:
     # a factor that shrank cannot have raised the latency: no rival
     ({"inp": 3 * 464500, "ttft": 320.0, "out": 0.7 * 103500}, "prompt_length"),
     ({"rate": 9.1, "ttft": 240.0, "inp": 0.6 * 464500}, "queueing"),
+    # a factor that grew less than a cause would contests only through the latency it drives:
+    # outputs x1.3 with the inter-token latency flat added no load, so no queue before prefill
+    ({"inp": 3 * 464500, "ttft": 320.0, "out": 1.3 * 103500}, "prompt_length"),
+    ({"inp": 3 * 464500, "ttft": 320.0, "out": 1.3 * 103500, "itl": 40.0}, "unknown"),
+    # prompts x1.3 with TTFT flat added nothing to the end-to-end time
+    ({"out": 3 * 103500, "e2e": 16000.0, "inp": 1.3 * 464500}, "output_length"),
+    ({"out": 3 * 103500, "e2e": 16000.0, "inp": 1.3 * 464500, "ttft": 120.0}, "unknown"),
+    # one that grew as a cause would (x1.5 or more) is a rival whatever else held
+    ({"inp": 3 * 464500, "ttft": 320.0, "out": 1.6 * 103500}, "unknown"),
 ])
 def test_the_factor_that_moved_alone_decides_in_either_order(
         tmp_path: Path, changed: dict, category: str) -> None:
