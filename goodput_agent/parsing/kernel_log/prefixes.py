@@ -33,6 +33,10 @@ _MON_TS = re.compile(rf"(?P<ts>{MONTHS}\s+\d{{1,2}}\s+\d{{2}}:\d{{2}}:\d{{2}}"
                      r"(?P<frac>\.\d{1,9})?)\s+")
 _CTIME_TS = re.compile(r"\[(?P<ts>(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+[A-Z][a-z]{2}\s+\d{1,2}\s+"
                        r"\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?\s+\d{4})\]\s?")
+# journalctl -o short-full: "Wed 2026-09-23 13:50:09 UTC host kernel: ..." (the zone an
+# abbreviation: UTC/GMT are read as such, any other as the bundle's own zone)
+_FULL_TS = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:"
+                      r"\d{2}(?:\.\d{1,9})?) (?P<tz>[A-Z]{2,5}|[+-]\d{4})\s+")
 _UPTIME = re.compile(r"\[\s*(?P<up>\d{1,10}\.\d{1,9})\]\s?")
 _RELTIME = re.compile(r"\[\s*\+\d{1,10}\.\d{1,9}\]\s?")  # dmesg -H / --reltime: a delta, no time
 _HOST_IDENT = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252})\s+(?P<ident>[\w./@-]{1,64})"
@@ -96,6 +100,14 @@ def _wall_prefix(p: LinePrefix, s: str, policy: ClockPolicy) -> str | None:
         if hit:
             p.wall, p.clock = hit
             p.fmt = "short-precise" if m["frac"] else "short"
+            return _host_ident(p, s[m.end():], kernel_only=False)
+    m = _FULL_TS.match(s)
+    if m:
+        zone = "Z" if m["tz"] in ("UTC", "GMT") else m["tz"] if m["tz"][0] in "+-" else ""
+        hit = parse_iso(m["ts"] + zone, policy)
+        if hit:
+            p.wall, p.clock = hit
+            p.fmt = "short-full"
             return _host_ident(p, s[m.end():], kernel_only=False)
     m = _CTIME_TS.match(s)
     if m:

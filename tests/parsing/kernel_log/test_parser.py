@@ -47,6 +47,9 @@ FIXTURE_SHORT_PRECISE = "May 15 23:09:27.123456 gpu-node-7 kernel: msg"
 FIXTURE_SHORT_ISO = "2024-05-15T23:09:27+0000 gpu-node-7 kernel: msg"
 FIXTURE_SHORT_ISO_COLON = "2024-05-15T23:09:27+02:00 gpu-node-7 kernel: msg"
 FIXTURE_SHORT_MONOTONIC = "[  514.682838] gpu-node-7 kernel: msg"
+# journalctl -o short-full; a zone other than UTC/GMT is read as the bundle's own
+FIXTURE_SHORT_FULL = "Wed 2024-05-15 23:09:27 UTC gpu-node-7 kernel: msg"
+FIXTURE_SHORT_FULL_LOCAL = "Wed 2024-05-15 23:09:27 CEST gpu-node-7 kernel: msg"
 FIXTURE_SYSLOG_UPTIME = "May 19 07:08:57 ip-26-0-146-100 kernel: [680111.646286] NVRM: msg"
 FIXTURE_DMESG = "[  170.053881] NVRM: msg"
 FIXTURE_DMESG_T = "[Sun Jan 11 09:52:01 2026] NVRM: msg"
@@ -74,6 +77,10 @@ FIXTURE_EMBEDDED = "Xid errors on ip-1, Error: May 19 07:08:57 ip-1 kernel: [680
     (FIXTURE_SHORT_ISO_COLON, "short-iso", datetime(2024, 5, 15, 21, 9, 27, tzinfo=UTC),
      Clock.absolute, "gpu-node-7", None),
     (FIXTURE_SHORT_MONOTONIC, "short-monotonic", None, Clock.none, "gpu-node-7", 514.682838),
+    (FIXTURE_SHORT_FULL, "short-full", datetime(2024, 5, 15, 23, 9, 27, tzinfo=UTC),
+     Clock.absolute, "gpu-node-7", None),
+    (FIXTURE_SHORT_FULL_LOCAL, "short-full", datetime(2024, 5, 15, 23, 9, 27, tzinfo=UTC),
+     Clock.local, "gpu-node-7", None),
     (FIXTURE_SYSLOG_UPTIME, "short+uptime", datetime(2024, 5, 19, 7, 8, 57, tzinfo=UTC),
      Clock.inferred_year, "ip-26-0-146-100", 680111.646286),
     (FIXTURE_DMESG, "dmesg", None, Clock.none, None, 170.053881),
