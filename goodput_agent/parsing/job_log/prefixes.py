@@ -9,13 +9,15 @@ from datetime import datetime
 from goodput_agent.core.events import Clock
 from goodput_agent.parsing.timefmt import ClockPolicy, parse_iso, parse_syslog
 
+# a syslog header's time: BSD syslog's, or journalctl -o short-iso's / RFC 3339's
+_SYSLOG_TIME_SRC = (r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|"
+                    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+\-]\d{2}:?\d{2})?")
 _PREFIX_SRC = (
     # a syslog header before a launcher prefix: the ranks' output forwarded by journald/rsyslog
     # ("Sep 23 13:50:09 host python3[1144714]: [rank44]:..."); kept where no prefix follows
     # (its time already taken off where it is RFC 3339's: strip_runtime_ts)
-    r"(?:(?:(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T[\d:.]+"
-    r"(?:Z|[+\-]\d{2}:?\d{2})?)[ \t]+)?[\w.\-]+[ \t]+(?!kernel:)[\w.\-/@]+(?:\[\d+\])?:[ \t]?"
-    r"(?=\[[A-Za-z_]*\d+\]:|\d{1,6}: |\[\d+,\d+\]<std))?"
+    rf"(?:(?:(?:{_SYSLOG_TIME_SRC})[ \t]+)?[\w.\-]+[ \t]+(?!kernel:)[\w.\-/@]+(?:\[\d+\])?:"
+    r"[ \t]?(?=\[[A-Za-z_]*\d+\]:|\d{1,6}: |\[\d+,\d+\]<std))?"
     r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
     r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
     r"(?:\[\d+\][ \t]+(?=\[))?"  # "[80746] [rank0]:" line counters pasted by viewers
@@ -55,9 +57,7 @@ _RUNTIME_TS = re.compile(
     r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})) ")
 
 
-# a syslog header's time: BSD syslog's, or journalctl -o short-iso's
-SYSLOG_TS = re.compile(r"(?P<ts>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|"
-                       r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+\-]\d{2}:?\d{2})?) ")
+SYSLOG_TS = re.compile(rf"(?P<ts>{_SYSLOG_TIME_SRC}) ")
 
 
 def strip_runtime_ts(line: str) -> tuple[str | None, str]:

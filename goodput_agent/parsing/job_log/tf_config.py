@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 MARKER = b"TF_CONFIG"
 _TF_CONFIG = re.compile(r"TF_CONFIG['\"]?\s*[=:]\s*['\"]?(?P<spec>\{.*\})")
 
 
+@dataclass(frozen=True, slots=True)
 class TfTask:
     """What one TF_CONFIG line says: the cluster's hosts and this task's own."""
 
-    def __init__(self, hosts: list[str], own: str | None) -> None:
-        self.hosts, self.own = hosts, own
+    hosts: list[str]
+    own: str | None
 
 
 def tf_task(content: str) -> TfTask | None:
@@ -46,5 +48,7 @@ def _load(text: str) -> object:
 
 
 def _host(addr: str) -> str:
-    host = addr.rsplit(":", 1)[0] if addr.count(":") == 1 else addr
-    return host.strip("[]")
+    """host:port, [IPv6]:port, or a bare host."""
+    if addr.startswith("[") and "]" in addr:
+        return addr[1:addr.index("]")]
+    return addr.rsplit(":", 1)[0] if addr.count(":") == 1 else addr

@@ -60,3 +60,10 @@ def test_a_tensorflow_workers_fault_is_placed_on_its_host_by_its_own_spec(
     with Ledger(tmp_path / "l.duckdb") as ledger:
         report = investigate_bundle(bundle, ledger)
     assert (report.root_cause.category, report.root_cause.node) == ("gpu_hardware", "tfw-2")
+
+
+def test_an_ipv6_task_address_is_its_host_without_brackets_or_port() -> None:
+    spec = {"cluster": {"worker": ["[fd00::1]:2222", "[fd00::2]:2222"]},
+            "task": {"type": "worker", "index": 1}}
+    task = tf_task("TF_CONFIG=" + json.dumps(spec))
+    assert task is not None and (task.own, task.hosts) == ("fd00::2", ["fd00::1", "fd00::2"])
