@@ -1,5 +1,5 @@
-"""`goodput account --slurm-job` on the real test cluster: a job that fails twice and asks Slurm
-to requeue it (`scontrol requeue $SLURM_JOB_ID`, as training wrappers do), then completes. Its
+"""`goodput account --slurm-job` on the real test cluster: a job that fails twice and is requeued
+by Slurm (its exit code is the cluster's RequeueExit), then completes. Its
 log prints Megatron-LM's own iteration and checkpoint lines. The accounting's segments add up to
 the GPU-hours sacct records for the three runs, and each failure's cause is an investigation of
 that run."""
@@ -18,11 +18,13 @@ from goodput_agent.accounting.progress import save_match
 from goodput_agent.cli import cli
 from goodput_agent.ledger import Ledger
 from tests.accounting.test_segments import assert_tiles
-from tests.servers.slurm import SlurmCluster
+from tests.servers.slurm import REQUEUE_EXIT, SlurmCluster, log_tail
 
 # Each run: start-up, four Megatron iterations (training.py training_log, timestamped), a
 # checkpoint after the second (checkpointing.py save_checkpoint: untimed print_rank_0 lines),
-# then runs 0 and 1 fail (a logged error, then the traceback) and requeue themselves.
+# then runs 0 and 1 fail (a logged error, then the traceback) and exit with the code Slurm
+# requeues. (With `scontrol requeue` from inside the job, a CI run once saw the script outlive
+# its requeue: its own exit two minutes later ended the pending job FAILED.)
 SCRIPT = r"""#!/bin/bash
 n=${SLURM_RESTART_COUNT:-0}
 ts() { date -u '+%Y-%m-%d %H:%M:%S'; }
@@ -50,12 +52,10 @@ elif [ "$n" = 1 ]; then
   echo "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered" >&2
 fi
 if [ "$n" -lt 2 ]; then
-  for try in 1 2 3 4 5; do scontrol requeue "$SLURM_JOB_ID" && break; sleep 1; done
-  sleep 120
-  exit 1
+  exit REQUEUE_EXIT
 fi
 echo "[$(ts)] INFO training done"
-"""  # noqa: E501
+""".replace("REQUEUE_EXIT", str(REQUEUE_EXIT))  # noqa: E501
 
 
 def _run_to_completion(cluster: SlurmCluster, job: str, timeout: float = 240) -> None:
@@ -64,7 +64,8 @@ def _run_to_completion(cluster: SlurmCluster, job: str, timeout: float = 240) ->
     while (state := cluster.state(job)) != "COMPLETED":
         if time.monotonic() > deadline:
             shown = cluster.run("scontrol", "show", "job", job, check=False)
-            raise TimeoutError(f"job {job} is {state} after {timeout:g} s:\n{shown}")
+            log = log_tail(cluster.root / "log" / "slurmctld.log")
+            raise TimeoutError(f"job {job} is {state} after {timeout:g} s:\n{shown}\n{log}")
         if state == "PENDING":
             cluster.run("scontrol", "update", f"jobid={job}", "starttime=now", check=False)
         time.sleep(0.5)

@@ -45,6 +45,9 @@ NODES = tuple(f"gpu-node-0{i}" for i in range(1, 5))
 GPUS_PER_NODE = 4
 READY_TIMEOUT_S = 40.0
 CLUSTER = "goodput-test"
+# A batch job that exits with this code is requeued by slurmctld itself (RequeueExit): the
+# run ends on its own, so no kill of a running step can be late or lost.
+REQUEUE_EXIT = 85
 
 SlurmUnavailable = PackageUnavailable
 
@@ -204,7 +207,7 @@ def _start_mariadb(root: Path, found: dict[str, Path], port: int) -> None:
         if proc.returncode == 0:
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"MariaDB did not start: {_log_tail(d / 'error.log')}")
+            raise RuntimeError(f"MariaDB did not start: {log_tail(d / 'error.log')}")
         time.sleep(0.2)
 
 
@@ -268,6 +271,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=600
+RequeueExit={REQUEUE_EXIT}
 MessageTimeout=5
 PlugStackConfig={etc}/plugstack.conf
 {nodes}
@@ -378,7 +382,7 @@ def _reap_orphans() -> None:
     _kill(orphans)
 
 
-def _log_tail(path: Path) -> str:
+def log_tail(path: Path) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-8:])
     except OSError:
@@ -447,7 +451,7 @@ def _wait_dbd(cluster: SlurmCluster, sacctmgr: Path) -> None:
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"slurmdbd did not answer: {proc.stderr.strip()}\n"
-                               f"{_log_tail(cluster.root / 'log' / 'slurmdbd.log')}")
+                               f"{log_tail(cluster.root / 'log' / 'slurmdbd.log')}")
         time.sleep(0.3)
 
 
@@ -463,7 +467,7 @@ def _wait_idle(cluster: SlurmCluster) -> None:
             return
         time.sleep(0.3)
     raise RuntimeError(f"Slurm did not become ready in {READY_TIMEOUT_S:g} s: {last.strip()}\n"
-                       f"slurmctld: {_log_tail(cluster.root / 'log' / 'slurmctld.log')}")
+                       f"slurmctld: {log_tail(cluster.root / 'log' / 'slurmctld.log')}")
 
 
 @contextmanager
