@@ -2,11 +2,11 @@
 
 An `unknown` verdict claims that a careful reader of every file would name no cause either
 (analysis/abstention.py). A failure the parsers do not know still prints a failure's words
-(killed, error, out of memory, evicted, ...): a file with such lines that no event came from
-may hold the answer; a file without any holds none that a reader could name. Lines that say
-of themselves that they are harmless (an informational level, a Python warning's category, an
-error the hardware corrected) are not counted, though a WARN level is (NCCL warns of its
-failures); a strong word (killed, out of memory, traceback, ...) counts at any level.
+(killed, error, out of memory, exhausted, evicted, ...): a file with such lines that no event
+came from may hold the answer; a file without any holds none that a reader could name. Lines
+that say of themselves that they are harmless (an informational level, a Python warning's
+category, an error the hardware corrected) are not counted, though a WARN level is (NCCL warns
+of its failures); a strong word (killed, out of memory, traceback, ...) counts at any level.
 Structured formats are read field by field by their parsers and are not scanned here.
 """
 
@@ -26,8 +26,8 @@ LINES_KEPT = 5  # line numbers kept per file to name in the report; the count is
 
 # a failure whatever the line's level says
 _STRONG = (r"killed|\boom|out of memory|traceback|exception|fatal|segmentation fault"
-           r"|core dumped|panic|evict|\bxid\b|abort|timed out|timing out|exceeded|terminated"
-           r"|cancelled|notready|\blost\b|(?<!PCIe )bus error")
+           r"|core dumped|panic|evict|\bxid\b|abort|timed out|timing out|exceeded|exhausted"
+           r"|terminated|cancelled|notready|\blost\b|(?<!PCIe )bus error")
 # a failure unless the line says it is informational, a warning or corrected
 _WEAK = (r"error|fail|unable|cannot|can't|could not|refused|unreachable|denied|invalid"
          r"|illegal|no route|not found|timeout(?!\s*(?:\(ms\))?\s*[=:(])")
@@ -40,9 +40,9 @@ HARMLESS = re.compile(
 # the literals the prefilter finds candidate lines by (case-sensitive: each spelling)
 _MARKER_WORDS = ("kill", "oom", "out of memory", "traceback", "exception", "fatal",
                  "segmentation", "core dumped", "panic", "evict", "xid", "abort", "timed out",
-                 "timing out", "exceeded", "terminated", "cancelled", "notready", "lost",
-                 "bus error", "error", "fail", "unable", "cannot", "can't", "could not",
-                 "refused", "unreachable", "denied", "invalid", "illegal", "no route",
+                 "timing out", "exceeded", "exhausted", "terminated", "cancelled", "notready",
+                 "lost", "bus error", "error", "fail", "unable", "cannot", "can't",
+                 "could not", "refused", "unreachable", "denied", "invalid", "illegal", "no route",
                  "not found", "timeout", "NotReady")
 MARKERS = tuple(dict.fromkeys(
     v.encode() for w in _MARKER_WORDS for v in (w, w.capitalize(), w.upper(), w.title())))

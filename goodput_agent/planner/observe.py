@@ -30,7 +30,9 @@ def files_named_after_nodes(inv: Inventory, nodes: set[str]) -> dict[str, str]:
     """The node of each file no folder places (nodes/NODE/...) whose name holds one of the
     job's node names, or its short name, as a whole word (dmesg-a100-38.txt, kern.gpu-3.log,
     a100-38_syslog for a100-38.cluster): where its lines name no host, the file is that
-    node's. Of names inside one another (a100-3, a100-38), the longest that is whole wins."""
+    node's. Of names inside one another (a100-3, a100-38), the longest that is whole wins; of
+    two spellings of one node (the scheduler's a100-38, NCCL's a100-38.cluster), the one the
+    file spells whole, whatever order the names come in."""
     out: dict[str, str] = {}
     spellings = {(spelled, n) for n in nodes if n for spelled in (n, short_name(n))}
     for f in inv.files:
@@ -41,7 +43,7 @@ def files_named_after_nodes(inv: Inventory, nodes: set[str]) -> dict[str, str]:
                 if spelled in name and re.search(
                     rf"(?<![A-Za-z0-9]){re.escape(spelled)}(?![A-Za-z0-9])", name)]
         if hits:
-            out[f.rel_path] = max(hits, key=lambda h: len(h[0]))[1]
+            out[f.rel_path] = max(hits, key=lambda h: (len(h[0]), h[0] == h[1], h[1]))[1]
     return out
 
 

@@ -48,6 +48,7 @@ FAILURES = [
     "no route to host",
     "libcuda.so not found",
     "Watchdog timeout on collective",
+    "(1) Resource exhausted: Attempting to allocate 180.59M. That was not possible.",
 ]
 HARMLESS = [
     "NCCL INFO Failed to open libibverbs.so[.1]",  # an informational level says so

@@ -69,6 +69,16 @@ OOM_TEXT = re.compile(r"CUDA out of memory|HIP out of memory|CUDA error: out of 
                       r"Allocation on device \d+ would exceed allowed memory|"
                       r"OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
                       r"Cuda failure (?:\d+ )?'out of memory'|CUDA_ERROR_OUT_OF_MEMORY")
+# accelerator memory exhausted as XLA reports it (JAX, TensorFlow, torch_xla; GPU or TPU):
+# openxla's error catalogue (E0100 a buffer, E0101 a program, E1000 compile-time HBM), its GPU
+# allocator, and TensorFlow's BFC allocator ("OOM when allocating tensor ... device:GPU:0").
+# A host allocator's (device:CPU, "by allocator cpu") is not the accelerator's.
+XLA_OOM_TEXT = re.compile(
+    r"Out of memory while trying to allocate \d+ bytes|"
+    r"Failed to allocate request for \S+ (?:\(\d+B\) )?on device ordinal \d+|"
+    r"Ran out of memory in memory space hbm|unlikely to have enough memory|"
+    r"Attempting to (?:allocate|reserve) \S+(?: at the bottom of memory)?\. That was not possible|"
+    r"OOM when allocating tensor\b[^\n]*?device:(?:GPU|TPU)")
 _OOM_TRIED = re.compile(r"Tried to allocate (" + _SIZE + ")")
 _OOM_NEW = re.compile(r"GPU (\d+) has a total capac?ity of (" + _SIZE + r") of which (" + _SIZE
                       + r") is free")
@@ -78,7 +88,8 @@ _OOM_LEGACY = re.compile(r"\(GPU (\d+); (" + _SIZE + r") total capacity; (" + _S
 _OOM_INUSE = re.compile(r"this process has (" + _SIZE + ") memory in use")
 _OOM_ALLOC = re.compile(r"Of the allocated memory (" + _SIZE + r") is allocated by PyTorch, and ("
                         + _SIZE + ") is reserved by PyTorch but unallocated")
-_HOST_OOM_EXC = re.compile(r"DefaultCPUAllocator: can't allocate memory|^MemoryError\b")
+_HOST_OOM_EXC = re.compile(r"DefaultCPUAllocator: can't allocate memory|^MemoryError\b|"
+                           r"OOM when allocating tensor\b[^\n]*?device:CPU")
 
 
 def oom_detail(text: str) -> dict[str, Any]:
@@ -106,6 +117,16 @@ def oom_detail(text: str) -> dict[str, Any]:
     return d
 
 
+def device_oom(text: str) -> dict[str, Any] | None:
+    """The detail of an accelerator OOM in `text`, CUDA's (its sizes) or XLA's (its own
+    words), else None."""
+    if OOM_TEXT.search(text):
+        return oom_detail(text)
+    if m := XLA_OOM_TEXT.search(text):
+        return {"reporter": "XLA", "xla_oom": m[0]}
+    return None
+
+
 def human_size(n: int | None) -> str:
     if n is None:
         return "?"
@@ -116,6 +137,8 @@ def human_size(n: int | None) -> str:
 
 
 def oom_summary(d: dict[str, Any]) -> str:
+    if d.get("reporter") == "XLA":
+        return f"accelerator out of memory (XLA): {d['xla_oom']}"
     s = "CUDA out of memory"
     if d.get("tried"):
         s += f": tried to allocate {d['tried']}"
@@ -187,7 +210,7 @@ class Verdict:
 def classify_exception(exc_type: str, message: str) -> Verdict:
     """How much a Python exception says about the root cause.
 
-    CUDA OOM -> cuda_oom (primary, gpu_oom); host allocation failures -> primary host_oom;
+    CUDA or XLA OOM -> cuda_oom (primary, gpu_oom); host allocation failures -> primary host_oom;
     CUDA errors -> cuda_error (hardware-looking ones gpu_hardware, the rest application_error);
     NCCL invalid usage -> primary application_error; distributed-communication errors and
     signals (DistBackendError, ncclRemoteError, connection reset, watchdog timeouts,
@@ -198,8 +221,8 @@ def classify_exception(exc_type: str, message: str) -> Verdict:
     short = exc_type.rsplit(".", 1)[-1]
     if host := host_memory_message(text):
         return Verdict(host.kind, Role.primary, "host_oom", host.detail)
-    if OOM_TEXT.search(text):
-        return Verdict(EventKind.cuda_oom, Role.primary, "gpu_oom", oom_detail(text))
+    if (oom := device_oom(text)) is not None:
+        return Verdict(EventKind.cuda_oom, Role.primary, "gpu_oom", oom)
     if _HOST_OOM_EXC.search(message) or short == "MemoryError":
         return Verdict(EventKind.python_exception, Role.primary, "host_oom", {})
     cuda = classify_cuda_error(text)

@@ -11,7 +11,7 @@ from goodput_agent.parsing.job_log.classify import (
     HANDLED,
     OOM_TEXT,
     classify_cuda_error,
-    oom_detail,
+    device_oom,
     oom_summary,
 )
 from goodput_agent.parsing.job_log.host_memory import host_memory_message, shell_kill
@@ -48,15 +48,15 @@ class DeviceErrors(LineState):
         return True
 
     def _m_oom(self, stream: Stream, c: str) -> bool:
-        if "emory" not in c and "OutOfMemory" not in c:
+        if "emory" not in c and "OutOfMemory" not in c and "llocat" not in c:
             return False
-        if not OOM_TEXT.search(c):
+        if (d := device_oom(c)) is None:
             return False
-        d = oom_detail(c)
+        summary = oom_summary(d)
         if HANDLED.search(c):  # a warning about an OOM the program caught and recovered from
-            self.add(EventKind.cuda_oom, Role.context, None, oom_summary(d) + " (handled)", d)
+            self.add(EventKind.cuda_oom, Role.context, None, summary + " (handled)", d)
             return True
-        self.add(EventKind.cuda_oom, Role.primary, "gpu_oom", oom_summary(d), d)
+        self.add(EventKind.cuda_oom, Role.primary, "gpu_oom", summary, d)
         return True
 
     def _m_cuda(self, stream: Stream, c: str) -> bool:

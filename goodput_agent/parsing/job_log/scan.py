@@ -31,6 +31,7 @@ MARKERS: tuple[bytes, ...] = (
     b"xit code", b"exit status", b"return code", "已杀死".encode(),  # SIGKILL told by a shell
     b"Root Cause",  # a torchelastic summary cut from its ChildFailedError header
     b"CUDA_ERROR",  # the driver API's error names (TensorFlow, JAX)
+    b"xhausted", b"XHAUSTED", b"llocat",  # XLA's and TensorFlow's accelerator OOM
     b"device handle", b"No devices were found", b"GPU is lost", b"(rev ff)",  # GPU lost
     *ITERATION_MARKERS,  # the log's own iteration times (iterations.py)
     b"time across ranks (ms):",  # Megatron's timers (megatron_timers.py), lines below
