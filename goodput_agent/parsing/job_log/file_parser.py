@@ -199,7 +199,7 @@ class FileParser(ElasticSummary, NcclLines, SlurmLines, PlatformTasks):
             rank = p.msg_rank
             detail["rank_from"] = "message"
         node = p.node or (res.rank_hosts.get(rank) if rank is not None else None) \
-            or self.ctx.node_hint
+            or p.prefix.host or self.ctx.node_hint
         gpu = res.rank_gpus.get(rank) if rank is not None else None
         if gpu is None and detail.get("gpu_index") is not None:
             gpu = str(detail["gpu_index"])

@@ -20,6 +20,11 @@ _PREFIX_SRC = (
     r"[ \t]?(?=\[[A-Za-z_]*\d+\]:|\d{1,6}: |\[\d+,\d+\]<std))?"
     r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
     r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
+    # the process tag Ray puts before a worker's output and vLLM V1 before its processes'
+    # ("(RayTrainWorker pid=1234, ip=10.0.0.1) ", "(EngineCore_DP0 pid=494) "): its ip is the
+    # worker's node
+    r"(?:\((?:[A-Za-z_][\w.\-]*[ \t]+)?(?:rank=\d+[ \t]+)?pid=(?P<pid>\d+)"
+    r"(?:,[ \t]*ip=(?P<ip>[\w.:\-]+))?\)[ \t]+)?"
     r"(?:\[\d+\][ \t]+(?=\[))?"  # "[80746] [rank0]:" line counters pasted by viewers
     r"(?:\d{2}:\d{2}:\d{2}(?:\.\d+)?[ \t]+(?=\[))?"  # "18:11:06.680 [rank4]:" viewer clock
     r"(?:[ \t]*(?P<label>\d{1,6}): )?"  # srun --label
@@ -46,10 +51,13 @@ class LinePrefix:
     label: int | None = None  # srun --label task id
     local: int | None = None  # torchrun --tee local rank ([default3]:)
     rank: int | None = None  # global rank ([rank3]:, mpirun --tag-output)
+    host: str | None = None  # the node a Ray worker's tag names (ip=10.0.0.1)
+    pid: int | None = None  # the process a Ray or vLLM process tag names
 
     @property
-    def key(self) -> tuple[int | None, int | None, int | None]:
-        return (self.label, self.local, self.rank)
+    def key(self) -> tuple[int | str | None, ...]:
+        """Whose stream of lines: a traceback's lines are one process's."""
+        return (self.label, self.local, self.rank, self.host, self.pid)
 
 
 # `kubectl logs --timestamps` / the container runtime put an RFC 3339 time before the line
@@ -81,7 +89,8 @@ def split_prefix(line: str) -> tuple[LinePrefix, str]:
             local = int(m["rnum"])
     if m["grank"] is not None:
         rank = int(m["grank"])
-    return LinePrefix(label, local, rank), line[m.end():]
+    pid = int(m["pid"]) if m["pid"] is not None else None
+    return LinePrefix(label, local, rank, m["ip"], pid), line[m.end():]
 
 
 def _glog_time(text: str, policy: ClockPolicy) -> tuple[datetime, Clock] | None:

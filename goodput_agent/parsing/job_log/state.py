@@ -79,7 +79,7 @@ class LineState:
         self.ctx = ctx
         self.policy = ctx.clock
         self.pending: list[Pending] = []
-        self.streams: dict[tuple[int | None, int | None, int | None], Stream] = {}
+        self.streams: dict[tuple[int | str | None, ...], Stream] = {}
         # the latest timestamp text seen (parsed only when an event needs it)
         self.time_src: str | None = None
         self.own_time = False  # the current line carries time_src itself
