@@ -79,6 +79,10 @@ XLA_OOM_TEXT = re.compile(
     r"Ran out of memory in memory space hbm|unlikely to have enough memory|"
     r"Attempting to (?:allocate|reserve) \S+(?: at the bottom of memory)?\. That was not possible|"
     r"OOM when allocating tensor\b[^\n]*?device:(?:GPU|TPU)")
+# a serving engine that could not create what it needs in the GPU's memory, in its own words
+# (TensorRT-LLM: "Executor creation failed due to insufficient GPU memory")
+ENGINE_OOM_TEXT = re.compile(r"insufficient (?:GPU|device) memory|"
+                             r"not enough (?:free )?(?:GPU|device) memory")
 _OOM_TRIED = re.compile(r"Tried to allocate (" + _SIZE + ")")
 _OOM_NEW = re.compile(r"GPU (\d+) has a total capac?ity of (" + _SIZE + r") of which (" + _SIZE
                       + r") is free")
@@ -118,12 +122,13 @@ def oom_detail(text: str) -> dict[str, Any]:
 
 
 def device_oom(text: str) -> dict[str, Any] | None:
-    """The detail of an accelerator OOM in `text`, CUDA's (its sizes) or XLA's (its own
-    words), else None."""
+    """The detail of an accelerator OOM in `text`, CUDA's (its sizes), XLA's or a serving
+    engine's (its own words), else None."""
     if OOM_TEXT.search(text):
         return oom_detail(text)
-    if m := XLA_OOM_TEXT.search(text):
-        return {"reporter": "XLA", "xla_oom": m[0]}
+    for reporter, rx in (("XLA", XLA_OOM_TEXT), ("the serving engine", ENGINE_OOM_TEXT)):
+        if m := rx.search(text):
+            return {"reporter": reporter, "stated_oom": m[0]}
     return None
 
 
@@ -137,8 +142,8 @@ def human_size(n: int | None) -> str:
 
 
 def oom_summary(d: dict[str, Any]) -> str:
-    if d.get("reporter") == "XLA":
-        return f"accelerator out of memory (XLA): {d['xla_oom']}"
+    if d.get("stated_oom"):
+        return f"accelerator out of memory ({d['reporter']}): {d['stated_oom']}"
     s = "CUDA out of memory"
     if d.get("tried"):
         s += f": tried to allocate {d['tried']}"

@@ -22,6 +22,7 @@ _SNIFF_POSITIVE = re.compile(
     r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
     r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: |cuda runtime error \(\d+\)|"
     r"RESOURCE_EXHAUSTED: |Resource exhausted: |OOM when allocating tensor|"
+    r"insufficient (?:GPU|device) memory|not enough (?:free )?(?:GPU|device) memory|"
     r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
     r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
     r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"

@@ -1,5 +1,6 @@
 """Accelerator memory exhausted as XLA reports it (JAX, TensorFlow, torch_xla; GPU or TPU): the
-same class as CUDA's OOM, whether it comes as an exception, a bare exception line or a log line.
+same class as CUDA's OOM, whether it comes as an exception, a bare exception line or a log line;
+and a serving engine that says it is short of GPU memory.
 
 The lines are fixtures written here in the wordings openxla's error catalogue (E0100, E0101,
 E1000) and TensorFlow's BFC allocator print; real ones were read in a fresh set of public
@@ -73,6 +74,17 @@ def test_an_xla_oom_logged_is_the_accelerators_memory(tmp_path: Path, prefix: st
     [e] = _primary(tmp_path, f"step 10 loss 2.31\n{prefix}{message}\n")
     assert e.category == "gpu_oom"
     assert e.locator.line_start == 2
+
+
+@pytest.mark.parametrize("line", [
+    "[07/08/2025-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
+    "Executor creation failed due to insufficient GPU memory.",
+    "RuntimeError: Engine init failed: not enough free GPU memory for the KV cache",
+])
+def test_a_serving_engine_short_of_gpu_memory_says_so(tmp_path: Path, line: str) -> None:
+    [e] = _primary(tmp_path, f"loading weights\n{line}\n")
+    assert e.category == "gpu_oom"
+    assert e.summary.startswith("accelerator out of memory (the serving engine)"), e.summary
 
 
 def test_the_host_allocators_oom_is_the_hosts(tmp_path: Path) -> None:
