@@ -25,25 +25,26 @@ FACT = "failure_words"  # the key of a file's facts: {"unexplained": n, "lines":
 LINES_KEPT = 5  # line numbers kept per file to name in the report; the count is whole
 
 # a failure whatever the line's level says
-_STRONG = (r"killed|\boom|out of memory|traceback|exception|fatal|segmentation fault"
-           r"|core dumped|panic|evict|\bxid\b|abort|timed out|timing out|exceeded|exhausted"
-           r"|terminated|cancelled|notready|\blost\b|(?<!PCIe )bus error")
+_STRONG = (r"killed|\boom|out[ _]of[ _]memory|out_of_me\+|traceback|exception|fatal"
+           r"|segmentation fault|core dumped|panic|evict|\bxid\b|abort|timed out|timing out"
+           r"|exceeded|exhausted|terminated|cancelled|notready|\blost\b|(?<!PCIe )bus error")
 # a failure unless the line says it is informational, a warning or corrected
 _WEAK = (r"error|fail|unable|cannot|can't|could not|refused|unreachable|denied|invalid"
-         r"|illegal|no route|not found|timeout(?!\s*(?:\(ms\))?\s*[=:(])")
+         r"|illegal|no route|not found|preempt|timeout(?!\s*(?:\(ms\))?\s*[=:(])")
 STRONG = re.compile(_STRONG, re.IGNORECASE)
 ANY = re.compile(f"{_STRONG}|{_WEAK}", re.IGNORECASE)
 HARMLESS = re.compile(
     r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|\[[IDN]\]|^\s*[ID]\d{4} "  # a log level that says so
     r"|\b[A-Z]\w*Warning\b"  # a Python warning category (FutureWarning, UserWarning)
-    r"|(?<![Uu]n)[Cc]orrected\b|\bEDAC\b.*\bCE\b")  # the hardware corrected it
+    r"|(?<![Uu]n)[Cc]orrected\b|\bEDAC\b.*\bCE\b"  # the hardware corrected it
+    r"|^# (?:HELP|TYPE) ")  # a Prometheus exposition's description of a metric
 # the literals the prefilter finds candidate lines by (case-sensitive: each spelling)
-_MARKER_WORDS = ("kill", "oom", "out of memory", "traceback", "exception", "fatal",
+_MARKER_WORDS = ("kill", "oom", "out of memory", "out_of_me", "traceback", "exception", "fatal",
                  "segmentation", "core dumped", "panic", "evict", "xid", "abort", "timed out",
                  "timing out", "exceeded", "exhausted", "terminated", "cancelled", "notready",
                  "lost", "bus error", "error", "fail", "unable", "cannot", "can't",
                  "could not", "refused", "unreachable", "denied", "invalid", "illegal", "no route",
-                 "not found", "timeout", "NotReady")
+                 "not found", "preempt", "timeout", "NotReady")
 MARKERS = tuple(dict.fromkeys(
     v.encode() for w in _MARKER_WORDS for v in (w, w.capitalize(), w.upper(), w.title())))
 

@@ -49,6 +49,9 @@ FAILURES = [
     "libcuda.so not found",
     "Watchdog timeout on collective",
     "(1) Resource exhausted: Attempting to allocate 180.59M. That was not possible.",
+    "1488666.bat+      batch     bsc32      4 OUT_OF_ME+    0:125",  # sacct's cut state
+    "4242|train|OUT_OF_MEMORY|0:125",
+    "4243|train|PREEMPTED|0:0",
 ]
 HARMLESS = [
     "NCCL INFO Failed to open libibverbs.so[.1]",  # an informational level says so
@@ -60,6 +63,8 @@ HARMLESS = [
     "EDAC MC0: 4 CE error on CPU#0Channel#2_DIMM#0 (channel:2 slot:0 page:0x0)",
     "Namespace(lr=0.1, timeout=600, seed=3)",  # a setting, not an event
     "step 100 loss 2.31 lr 1e-4",
+    "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.",
+    "# HELP vllm:request_failure_total Number of failed requests.",
 ]
 
 

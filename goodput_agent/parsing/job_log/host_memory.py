@@ -6,7 +6,8 @@ kernel log; a job's output often holds only what others say about the kill:
   figures (`ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on
   memory. Memory on the node (IP: ...) ... was 59.49GB / 62.58GB (0.950744), which exceeds the
   memory usage threshold of 0.95`; the raylet's `N Workers (tasks / actors) killed due to memory
-  pressure (OOM)`; Ray < 2.2's `RayOutOfMemoryError: More than 95% of the memory on node ...`):
+  pressure (OOM)`; its earlier `System memory low at node with IP ...`; Ray < 2.2's
+  `RayOutOfMemoryError: More than 95% of the memory on node ...`):
   the monitor's own record, as decisive as the kernel's;
 - PyTorch's `DataLoader worker (pid N) is killed by signal: Killed.`, a shell's `Killed` (or
   its translation), an exit status 137 / -9: a SIGKILL from outside, whose usual sender is the
@@ -38,6 +39,9 @@ _RAY_NODE = re.compile(r"Memory on the node \(IP: (?P<ip>[\d.]+)[^)]*\)[^\n]*? w
                        r"(?P<used>[\d.]+)GB / (?P<total>[\d.]+)GB")
 _RAYLET = re.compile(r"(?P<n>\d+) Workers? \(tasks / actors\) killed due to memory pressure "
                      r"\(OOM\)(?:[^\n]*?IP: (?P<ip>[\d.]+))?")
+# the raylet's own line when its memory monitor kills, in an earlier wording
+_RAY_SYSTEM_LOW = re.compile(r"System memory low at node with IP (?P<ip>[\d.]+)\.(?: Used memory "
+                             r"\((?P<used>[\d.]+)GB\) / total capacity \((?P<total>[\d.]+)GB\))?")
 _RAY_LEGACY = re.compile(r"RayOutOfMemoryError: More than (?P<pct>\d+)% of the memory on node "
                          r"(?P<node>\S+) is used \((?P<used>[\d.]+) / (?P<total>[\d.]+) GB\)")
 _WORKER = re.compile(r"worker \(pid\(?s?\)?:? ?(?P<pid>\d+)\)? (?:is killed|exited unexpectedly) "
@@ -110,6 +114,13 @@ def _ray(text: str) -> HostMemory | None:
         if m := _RAY_NODE.search(text):
             d.update(node_ip=m["ip"], used_gb=float(m["used"]), total_gb=float(m["total"]))
             summary += f" ({m['used']} of {m['total']} GB used on {m['ip']})"
+        return HostMemory(EventKind.host_oom_kill, summary, d)
+    if m := _RAY_SYSTEM_LOW.search(text):
+        d = {"monitor": "ray", "weight": 0.9, "node_ip": m["ip"]}
+        summary = f"Ray's memory monitor killed a task: memory low on {m['ip']}"
+        if m["used"]:
+            d.update(used_gb=float(m["used"]), total_gb=float(m["total"]))
+            summary += f" ({m['used']} of {m['total']} GB used)"
         return HostMemory(EventKind.host_oom_kill, summary, d)
     if m := _RAYLET.search(text):
         d = {"monitor": "ray", "weight": 0.9, "workers_killed": int(m["n"])}

@@ -29,7 +29,8 @@ _SNIFF_POSITIVE = re.compile(
     r"(?:Memory cgroup out of memory|Out of memory): Kill|"
     # host-memory kills others announce, shared memory, the GPU lost as user space sees it
     r"is killed by signal|killed due to (?:the node running low on memory|memory pressure)|"
-    r"exceeds the memory usage threshold|: line \d+: +\d+ Killed\s|"
+    r"exceeds the memory usage threshold|System memory low at node with IP|"
+    r": line \d+: +\d+ Killed\s|"
     r"node was low on resource: memory|"
     r"(?i:\breason\W{1,4}OOMKilled\b|exceeded the (?:request(?:ed)? )?memory|"
     r"container init was OOM-killed|\bexit_?code\W{1,4}137\b|exceeded MEM usage hard limit)|"

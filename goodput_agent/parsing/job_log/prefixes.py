@@ -21,10 +21,10 @@ _PREFIX_SRC = (
     r"(?:>[ \t]?)*"  # a markdown quote around a pasted log ("> torch.cuda.OutOfMemoryError: ..")
     r"(?:[a-z0-9][\w.\-]*[ \t]+\|[ \t])?"  # docker compose's service column ("trainer-1  | ")
     # the process tag Ray puts before a worker's output and vLLM V1 before its processes'
-    # ("(RayTrainWorker pid=1234, ip=10.0.0.1) ", "(EngineCore_DP0 pid=494) "): its ip is the
-    # worker's node
-    r"(?:\((?:[A-Za-z_][\w.\-]*[ \t]+)?(?:rank=\d+[ \t]+)?pid=(?P<pid>\d+)"
-    r"(?:,[ \t]*ip=(?P<ip>[\w.:\-]+))?\)[ \t]+)?"
+    # ("(RayTrainWorker pid=1234, ip=10.0.0.1) ", "(raylet, ip=10.0.3.179) ",
+    # "(EngineCore_DP0 pid=494) "): its ip is the worker's node
+    r"(?:\((?=[^)\n]*\b(?:pid|ip)=)(?:[A-Za-z_][\w.\-]*(?:,[ \t]*|[ \t]+))?(?:rank=\d+[ \t]+)?"
+    r"(?:pid=(?P<pid>\d+))?(?:,?[ \t]*ip=(?P<ip>[\w.:\-]+))?\)[ \t]+)?"
     r"(?:\[\d+\][ \t]+(?=\[))?"  # "[80746] [rank0]:" line counters pasted by viewers
     r"(?:\d{2}:\d{2}:\d{2}(?:\.\d+)?[ \t]+(?=\[))?"  # "18:11:06.680 [rank4]:" viewer clock
     r"(?:[ \t]*(?P<label>\d{1,6}): )?"  # srun --label

@@ -55,8 +55,21 @@ def has_program_output(head: str) -> bool:
 
 @lru_cache(maxsize=1)
 def head_lines(head: str) -> tuple[str, ...]:
-    """The head's lines, split once for all the Slurm sniffers that read the same head."""
-    return tuple(head.splitlines())
+    """The head's lines, split once for all the Slurm sniffers that read the same head (each
+    as `unquote_code` gives it)."""
+    return tuple(unquote_code(ln) for ln in head.splitlines())
+
+
+_CODE_QUOTED = re.compile(r"^(\s*)`([^`]*)`(\s*)$")
+
+
+def unquote_code(line: str) -> str:
+    """A line pasted as markdown inline code ("`1488666  batch  OUT_OF_ME+  0:125 `"): its
+    backticks become spaces, so that a fixed-width table's columns stay where they were."""
+    if "`" not in line:
+        return line
+    m = _CODE_QUOTED.match(line)
+    return f"{m[1]} {m[2]} {m[3]}" if m else line
 
 UNDERLINE = re.compile(r"^\s*-{2,}(?:\s+-{2,})*\s*$")
 

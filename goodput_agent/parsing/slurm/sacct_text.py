@@ -23,6 +23,7 @@ from goodput_agent.parsing.slurm.records import (
     parse_local_time,
     row_excerpt,
     table_share,
+    unquote_code,
 )
 
 _ID_COLUMNS = ("jobid", "jobidraw")
@@ -91,6 +92,7 @@ class SacctPipeParser:
         for n, line in iter_lines(path):
             if "|" not in line:
                 continue
+            line = unquote_code(line)
             new_header = pipe_header(line)
             if new_header is not None:  # no data cell reads "JobID" or "State"
                 header = new_header
@@ -134,6 +136,7 @@ class SacctTableParser:
         names: list[str] = []
         n = 0
         for n, line in iter_lines(path):
+            line = unquote_code(line)
             if UNDERLINE.match(line) and _table_header_ok(prev):
                 cuts = [m.start() for m in re.finditer(r"-+", line)]
                 spans = [(c, cuts[i + 1] if i + 1 < len(cuts) else None)

@@ -38,6 +38,10 @@ def _events(tmp_path: Path, text: str):
     ("(raylet) node_manager.cc:3277: 2 Workers (tasks / actors) killed due to memory pressure "
      "(OOM), 0 Workers crashed due to other reasons at node (ID: ab, IP: 10.2.3.4)",
      "host_oom", False),
+    ("(raylet, ip=10.4.1.20) [2022-10-02 09:12:44,101 E 77 77] (raylet) node_manager.cc:2966: "
+     "System memory low at node with IP 10.4.1.20. Used memory (58.10GB) / total capacity "
+     "(61.00GB) (0.95246) exceeds threshold 0.95, killing latest task with name f and id 0a",
+     "host_oom", False),
     ("exit_code: 137", "host_oom", True),
     ("job 3132467 exceeded MEM usage hard limit (2528 > 1126)", "host_oom", False),
     ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 87608Ki. ",

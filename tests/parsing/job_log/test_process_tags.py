@@ -55,6 +55,17 @@ def test_interleaved_workers_tracebacks_stay_apart(tmp_path: Path) -> None:
     assert got == {("gpu_oom", "10.0.0.1"), ("application_error", "10.0.0.2")}
 
 
+@pytest.mark.parametrize(("line", "host", "pid"), [
+    ("(raylet, ip=10.0.3.17) [2022-09-22 17:46:53,692 E 134 134] memory low", "10.0.3.17", None),
+    ("(pid=91, ip=10.2.0.7) epoch 3", "10.2.0.7", 91),
+    ("(APIServer pid=11574) INFO 03-17 15:38:10 [loggers.py:259] Engine 000", None, 11574),
+])
+def test_the_tags_host_and_process(line: str, host: str | None, pid: int | None) -> None:
+    prefix, rest = split_prefix(line)
+    assert (prefix.host, prefix.pid) == (host, pid)
+    assert not rest.startswith("(")
+
+
 @pytest.mark.parametrize("line", [
     "(raylet) node_manager.cc:3277: 2 Workers killed due to memory pressure (OOM)",
     "(autoscaler +1m2s) Tip: use `ray status` to view detailed cluster status.",

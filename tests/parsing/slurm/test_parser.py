@@ -264,6 +264,30 @@ def test_sacct_table_with_truncated_cells(tmp_path: Path) -> None:
     assert [j["job_id"] for j in result.facts["jobs"]] == ["2681683_420", "2681683_421"]
 
 
+def _as_inline_code(text: str) -> str:
+    """Each line wrapped in markdown's inline-code backticks, as a thread pastes a table
+    (the header indented; the underline, in a real paste, left bare)."""
+    return "".join(ln + "\n" if set(ln) <= set("- ") else f"`{ln}`\n"
+                   for ln in text.splitlines())
+
+
+@pytest.mark.parametrize(("name", "text", "parser"), [
+    ("sacct-table.txt", FIXTURE_SACCT_TABLE, SACCT_TABLE),
+    ("sacct.txt", FIXTURE_SACCT_PIPE, SACCT_PIPE),
+])
+def test_a_sacct_table_pasted_as_inline_code_reads_the_same(tmp_path: Path, name: str,
+                                                            text: str, parser) -> None:
+    plain = parser.parse(_write(tmp_path, name, text), _ctx(name))
+    quoted = _write(tmp_path, "quoted-" + name, _as_inline_code(text))
+    assert _sniffers(quoted) == {parser.format}
+    got = parser.parse(quoted, _ctx(name))
+    assert [(e.detail["job_id"], e.detail["state"], e.category, e.node, e.locator.line_start)
+            for e in got.events] == \
+        [(e.detail["job_id"], e.detail["state"], e.category, e.node, e.locator.line_start)
+         for e in plain.events]
+    assert got.events
+
+
 # -------------------------------------------------------------------------------- scontrol
 
 
