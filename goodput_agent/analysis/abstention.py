@@ -41,7 +41,7 @@ from goodput_agent.analysis.record_levels import SILENCE_CEILING
 NOTHING_TO_EXPLAIN = 0.8
 NOTHING_TO_COMPARE = 0.8
 READ_NEGATIVE = 0.6
-NOTHING_READS_AS_FAILURE = 0.8  # measured: see analysis/failure/quiet_bundle.py
+NOTHING_READS_AS_FAILURE = 0.75  # measured: see analysis/failure/quiet_bundle.py
 NOTHING_NAMES_A_CAUSE = SILENCE_CEILING
 SILENCE = 0.3
 UNEXPLAINED = 0.15
