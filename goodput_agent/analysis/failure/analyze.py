@@ -50,6 +50,7 @@ from .model import (  # noqa: F401 - the models are failure's API
 from .notes import after_the_verdict, clock_notes, note_missing_sources, where
 from .notes import fmt_time as _fmt
 from .observations import NodeNames, Observations, in_window, job_window
+from .stop_order import ended_by_the_stop
 from .timeline import set_timeline
 
 
@@ -278,7 +279,7 @@ def diagnose(obs: Observations) -> FailureVerdict:
     specific = [c for c in cands if not _generic_state(c.event)]
     hang = None if specific else find_hang(events, obs)
     if specific or (cands and hang is None):
-        best = _pick_first(cands, tolerance)
+        best = ended_by_the_stop(_pick_first(cands, tolerance), cands, unknowns)
         best = _before_the_stall(best, cands, events, unknowns)
         stuck = _stuck_elsewhere(best, cascade, events, obs, names)
         # the stuck rank's node may show why it stopped (its own fault, however late it printed)
