@@ -8,6 +8,7 @@ from pathlib import Path
 
 from goodput_agent.parsing.base import ParseContext, ParseError, ParseResult
 from goodput_agent.parsing.head_words import holds
+from goodput_agent.parsing.job_log.classify import ENGINE_OOM_TEXT
 from goodput_agent.parsing.job_log.file_parser import FileParser
 from goodput_agent.parsing.job_log.prefixes import rank_from_filename
 from goodput_agent.parsing.job_log.scan import ScanState, scan_with_times
@@ -22,7 +23,7 @@ _SNIFF_POSITIVE = re.compile(
     r"CUDA out of memory|Watchdog caught collective|NET/IB\s*:|"
     r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: |cuda runtime error \(\d+\)|"
     r"RESOURCE_EXHAUSTED: |Resource exhausted: |OOM when allocating tensor|"
-    r"insufficient (?:GPU|device) memory|not enough (?:free )?(?:GPU|device) memory|"
+    + ENGINE_OOM_TEXT.pattern + "|"
     r"Fatal Python error: |DataLoader worker \(pid|socketStartConnect|ncclSocketInit|"
     r"WARN (?:Socket creation failed|Failed to open libibverbs|Duplicate GPU)|"
     r"^\s*(?:\w+\.)*[A-Z]\w*(?:Error|Exception): \S|"
